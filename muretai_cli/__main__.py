@@ -1,0 +1,3 @@
+from muretai_cli.cli import main
+
+main()

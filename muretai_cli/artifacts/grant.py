@@ -1,0 +1,111 @@
+"""Contact grants: a door's signed, countable, expiring invitation to write to it.
+
+    {"typ": "muretai/contact-grant/1", "did": <issuer>, "id": <random>, "uses": <int >= 1>,
+     "exp": <int epoch>, "iat": <int epoch>, "purpose"?: str, "sig": ...}
+
+``sig`` covers the canonical bytes of the grant without ``sig``, under the key ``did`` names.
+Redeeming one is a separate signed statement by the visitor:
+``sig`` over the canonical bytes of ``{grantId, from, to, timestamp}``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from muretai_cli.artifacts._signed import (
+    require_int,
+    require_str,
+    sign_object,
+    verify_object,
+)
+from muretai_cli.errors import Refused
+from muretai_cli.seam import SigningKey, canonical_bytes, check_fresh, verify_signature
+
+GRANT_TYP = "muretai/contact-grant/1"
+DEFAULT_TTL = 7 * 86400
+MAX_IAT_SKEW = 300
+REDEEM_METHOD = "contact/redeem"
+
+
+def mint_grant(key: SigningKey, *, uses: int, now: int, ttl: int = DEFAULT_TTL,
+               purpose: str | None = None) -> dict[str, Any]:
+    """A new grant with a 128-bit random id, signed by ``key``."""
+    if isinstance(uses, bool) or not isinstance(uses, int) or uses < 1:
+        raise Refused("bad-uses", "uses must be an integer of at least 1")
+    if ttl < 1:
+        raise Refused("bad-expiry", "a grant must expire in the future")
+    body: dict[str, Any] = {"typ": GRANT_TYP, "did": key.did, "id": secrets.token_urlsafe(16),
+                            "uses": uses, "iat": now, "exp": now + ttl}
+    if purpose is not None:
+        body["purpose"] = purpose
+    return sign_object(key, body)
+
+
+def check_grant(grant: object, *, for_did: str, now: int) -> dict[str, Any]:
+    """Verify a grant for the door ``for_did`` at ``now``; returns it, or raises ``Refused``.
+
+    Checks, in order: shape and ``typ``; integer fields; ``did`` is the DID the caller
+    expects (``grant-for-other-did``); the signature; ``iat`` not in the future; expiry.
+    """
+    if not isinstance(grant, dict):
+        raise Refused("malformed-grant", "a grant is a JSON object")
+    if grant.get("typ") != GRANT_TYP:
+        raise Refused("wrong-typ", f"typ must be {GRANT_TYP!r}")
+    issuer = require_str(grant, "did", code="malformed-grant")
+    grant_id = require_str(grant, "id", code="malformed-grant", limit=256)
+    assert issuer is not None and grant_id is not None
+    if len(grant_id) < 16:
+        raise Refused("malformed-grant", "a grant id carries at least 128 bits (16+ characters)")
+    uses = require_int(grant, "uses", code="malformed-grant")
+    iat = require_int(grant, "iat", code="malformed-grant")
+    exp = require_int(grant, "exp", code="malformed-grant")
+    assert uses is not None and iat is not None and exp is not None
+    if uses < 1:
+        raise Refused("malformed-grant", "uses must be at least 1")
+    if "purpose" in grant and not isinstance(grant["purpose"], str):
+        raise Refused("malformed-grant", "purpose must be a string")
+    if not isinstance(for_did, str) or not for_did:
+        raise Refused("grant-for-other-did", "the verifier was given no DID to expect")
+    if issuer != for_did:
+        raise Refused("grant-for-other-did", f"the grant is issued by {issuer}, not {for_did}")
+    verify_object(grant, issuer)
+    if iat > now + MAX_IAT_SKEW:
+        raise Refused("issued-in-future", f"iat is {iat - now} s in the future")
+    if exp <= now:
+        raise Refused("expired", f"the grant expired {now - exp} s ago")
+    return dict(grant)
+
+
+def redeem_payload(grant_id: str, from_did: str, to_did: str, timestamp: int) -> bytes:
+    return canonical_bytes({"from": from_did, "grantId": grant_id, "timestamp": timestamp,
+                            "to": to_did})
+
+
+def redeem_params(key: SigningKey, grant: Mapping[str, Any], *, now: int) -> dict[str, Any]:
+    """``contact/redeem`` params: the grant, plus the visitor's signed statement."""
+    to_did = str(grant["did"])
+    sig = key.sign(redeem_payload(str(grant["id"]), key.did, to_did, now))
+    return {"grant": dict(grant), "from": key.did, "timestamp": now, "sig": sig}
+
+
+def check_redeem(params: object, *, door_did: str, now: int, window: int = 300
+                 ) -> tuple[dict[str, Any], str]:
+    """Verify ``contact/redeem`` params at the door; returns ``(grant, redeemer DID)``.
+
+    The redeemer's signature and freshness come first (``bad-signature``/``stale``), then
+    the grant itself (``check_grant``).
+    """
+    if not isinstance(params, dict):
+        raise Refused("malformed-redeem", "params must be an object")
+    grant = params.get("grant")
+    if not isinstance(grant, dict) or not isinstance(grant.get("id"), str):
+        raise Refused("malformed-grant", "params.grant must be a grant object")
+    from_did = require_str(params, "from", code="malformed-redeem")
+    timestamp = require_int(params, "timestamp", code="malformed-redeem")
+    assert from_did is not None and timestamp is not None
+    check_fresh(timestamp, now, window)
+    verify_signature(from_did, redeem_payload(grant["id"], from_did, door_did, timestamp),
+                     params.get("sig"))
+    return check_grant(grant, for_did=door_did, now=now), from_did

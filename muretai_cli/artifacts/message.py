@@ -1,0 +1,117 @@
+"""A2A messages that carry the six signed fields in ``metadata``.
+
+The signed ``text`` is the message's text parts joined in order. A message with any other
+kind of part is refused: that content would travel outside the signature.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from muretai_cli.errors import Refused
+from muretai_cli.seam import SigningKey, sign_envelope
+
+MESSAGE_SEND = "message/send"
+
+
+def text_of_parts(parts: object) -> str:
+    """The signed text: every part must be ``{"kind": "text", "text": str}``; joined in order."""
+    if not isinstance(parts, list):
+        raise Refused("not-a2a-message", "parts must be a list")
+    texts: list[str] = []
+    for index, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise Refused("not-a2a-message", f"parts[{index}] is not an object")
+        if part.get("kind", "text") != "text":
+            raise Refused("non-text-part", f"parts[{index}] is a {part.get('kind')!r} part; only "
+                                           "text is covered by the signature")
+        if not isinstance(part.get("text"), str):
+            raise Refused("not-a2a-message", f"parts[{index}].text is not a string")
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+def message_of(doc: object) -> dict[str, Any]:
+    """The A2A message inside a ``message/send`` request (or the document itself if bare)."""
+    if not isinstance(doc, dict):
+        raise Refused("not-a2a-message", "expected a JSON object")
+    return _message_of(doc)
+
+
+def _message_of(doc: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        raise Refused("not-a2a-message", "expected a JSON object")
+    if isinstance(doc.get("result"), dict):  # a JSON-RPC response carrying a Message
+        doc = doc["result"]
+    elif "jsonrpc" in doc or "method" in doc:
+        if doc.get("method") != MESSAGE_SEND:
+            raise Refused("not-a2a-message", f"method is {doc.get('method')!r}, not message/send")
+        params = doc.get("params")
+        if not isinstance(params, dict) or not isinstance(params.get("message"), dict):
+            raise Refused("not-a2a-message", "params.message must be an object")
+        doc = params["message"]
+        assert isinstance(doc, dict)
+    if doc.get("kind", "message") != "message":
+        raise Refused("not-a2a-message", f"kind is {doc.get('kind')!r}, not 'message'")
+    return doc
+
+
+def envelope_of(doc: object) -> dict[str, Any]:
+    """Six fields + ``sig`` read from an A2A message (request, reply or bare).
+
+    ``contextId`` missing is null. Nothing is checked cryptographically here.
+    """
+    message = message_of(doc)
+    meta = message.get("metadata")
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise Refused("not-a2a-message", "metadata must be an object")
+    out: dict[str, Any] = {
+        "contextId": message.get("contextId"),
+        "from": meta.get("from"),
+        "messageId": message.get("messageId"),
+        "text": text_of_parts(message.get("parts", [])),
+        "timestamp": meta.get("timestamp"),
+        "to": meta.get("to"),
+        "sig": meta.get("sig"),
+    }
+    if "replyTo" in meta:
+        out["replyTo"] = meta["replyTo"]
+    return out
+
+
+def build_message(env: Mapping[str, Any], *, role: str = "user",
+                  reply_to: str | None = None) -> dict[str, Any]:
+    """An A2A Message carrying a signed envelope (``env`` = six fields + ``sig``)."""
+    metadata: dict[str, Any] = {"from": env["from"], "to": env["to"],
+                                "timestamp": env["timestamp"], "sig": env["sig"]}
+    if reply_to is not None:
+        metadata["replyTo"] = reply_to
+    message: dict[str, Any] = {
+        "kind": "message",
+        "role": role,
+        "messageId": env["messageId"],
+        "parts": [{"kind": "text", "text": env["text"]}],
+        "metadata": metadata,
+    }
+    if env.get("contextId") is not None:
+        message["contextId"] = env["contextId"]
+    return message
+
+
+def build_message_send(message: Mapping[str, Any], request_id: str | int | None = None
+                       ) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id if request_id is not None
+            else f"req-{secrets.token_hex(6)}", "method": MESSAGE_SEND,
+            "params": {"message": dict(message)}}
+
+
+def signed_message(key: SigningKey, *, to: str, text: str, now: int,
+                   context_id: str | None = None, role: str = "user",
+                   reply_to: str | None = None) -> dict[str, Any]:
+    """Sign the six fields and wrap them as an A2A Message."""
+    env = sign_envelope(key, to=to, text=text, timestamp=now, context_id=context_id)
+    return build_message(env, role=role, reply_to=reply_to)

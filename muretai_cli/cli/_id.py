@@ -1,0 +1,117 @@
+"""``muretai id``: Ed25519 did:key identities kept as ``<keys>/<name>.key`` (mode 600)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, read_input, say
+
+if TYPE_CHECKING:
+    from muretai_cli.home import KeyStore
+
+app = typer.Typer(help="Create, list, show and remove identities.", no_args_is_help=True)
+
+
+def _store(keys: Path | None) -> KeyStore:
+    from muretai_cli.home import KeyStore, keys_dir
+
+    return KeyStore(keys_dir(keys))
+
+
+@app.command("new")
+@handles_errors
+def new(
+    name: Annotated[str, typer.Argument(help="Identity name: [A-Za-z0-9._-]{1,64}.")],
+    seed_file: Annotated[str | None, typer.Option(
+        "--seed-file", help="Import a seed (64 hex characters) instead of generating one.")] = None,
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create an identity from 32 random bytes (or an imported seed)."""
+    from muretai_cli.home._keys import parse_seed_hex
+
+    seed = None
+    if seed_file is not None:
+        raw = read_input(seed_file, limit=4096)
+        seed = parse_seed_hex(raw.decode("ascii", "replace"), seed_file)
+    ident = _store(keys).create(name, seed)
+    if json_out:
+        emit_json({"ok": True, "name": ident.name, "did": ident.did, "path": str(ident.path)})
+    else:
+        say(ident.did)
+        typer.echo(f"created {ident.name} at {ident.path}", err=True)
+
+
+@app.command("list")
+@handles_errors
+def list_(keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
+    """List identities in the keys folder."""
+    store = _store(keys)
+    rows = []
+    for name in store.names():
+        ident = store.load(name)
+        rows.append({"name": name, "did": ident.did, "created": ident.created})
+    if json_out:
+        emit_json({"ok": True, "keys": str(store.root), "identities": rows})
+        return
+    for row in rows:
+        say(f"{row['name']}\t{row['did']}")
+    if not rows:
+        typer.echo(f"no identities in {store.root}", err=True)
+
+
+@app.command("show")
+@handles_errors
+def show(
+    name: str,
+    doc: Annotated[bool, typer.Option("--doc", help="Also print the DID document.")] = False,
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show an identity's DID and public key (hex and multibase); never its seed."""
+    from muretai_cli.did import describe_did
+
+    ident = _store(keys).load(name)
+    info = describe_did(ident.did)
+    out = {"ok": True, "name": name, "did": ident.did, "created": ident.created,
+           "publicKeyHex": info["publicKeyHex"], "publicKeyMultibase": info["publicKeyMultibase"],
+           "path": str(ident.path)}
+    if doc:
+        out["didDocument"] = info["didDocument"]
+    if json_out:
+        emit_json(out)
+        return
+    say(f"name        {name}")
+    say(f"did         {ident.did}")
+    say(f"public hex  {info['publicKeyHex']}")
+    say(f"multibase   {info['publicKeyMultibase']}")
+    say(f"file        {ident.path}")
+    if doc:
+        import json
+
+        say(json.dumps(info["didDocument"], indent=2))
+
+
+@app.command("rm")
+@handles_errors
+def rm(
+    name: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Remove an identity (asks first unless --yes). The key cannot be recovered."""
+    store = _store(keys)
+    ident = store.load(name)
+    if not yes and not typer.confirm(f"Remove {name} ({ident.did})? Its key cannot be recovered",
+                                     err=True):
+        typer.echo("nothing removed", err=True)
+        raise typer.Exit(1)
+    path = store.remove(name)
+    if json_out:
+        emit_json({"ok": True, "removed": name, "path": str(path)})
+    else:
+        typer.echo(f"removed {name} ({path})", err=True)

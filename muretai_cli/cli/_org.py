@@ -1,0 +1,7 @@
+"""Stub: filled in by its issue's work."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)

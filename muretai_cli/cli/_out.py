@@ -1,0 +1,153 @@
+"""Rendering: stdout carries only the result, diagnostics go to stderr.
+
+``--json`` prints exactly one JSON document whose first key is ``ok``. Text that came from
+a peer passes through ``safe()`` before it reaches a terminal.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+
+from muretai_cli.errors import InputError, MuretaiError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (first key: ok).")]
+KeysOpt = Annotated[Path | None, typer.Option(
+    "--keys", envvar="MURETAI_KEYS", help="Keys folder (default $MURETAI_HOME/keys).",
+    show_default=False)]
+MAX_INPUT_BYTES = 1024 * 1024
+
+# C0/C1 controls (but tab/newline where allowed), DEL, and bidi overrides/isolates, which can
+# make a terminal show text in a different order than it is.
+_UNSAFE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_BLOCK = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: object, *, multiline: bool = False, limit: int | None = 2000) -> str:
+    """Untrusted text made inert for a terminal: controls and bidi overrides become '?'."""
+    value = text if isinstance(text, str) else str(text)
+    if limit is not None and len(value) > limit:
+        value = value[:limit] + "…"
+    return (_UNSAFE_BLOCK if multiline else _UNSAFE_LINE).sub("?", value)
+
+
+def emit_json(doc: dict[str, Any]) -> None:
+    """Print one JSON document, ``ok`` first."""
+    ordered = {"ok": doc.get("ok", False), **{k: v for k, v in doc.items() if k != "ok"}}
+    sys.stdout.write(json.dumps(ordered, ensure_ascii=False, indent=2) + "\n")
+
+
+def say(text: str = "") -> None:
+    """A line of result on stdout."""
+    sys.stdout.write(text + "\n")
+
+
+def note(text: str) -> None:
+    """A diagnostic on stderr."""
+    sys.stderr.write(text + "\n")
+
+
+def fail(exc: MuretaiError, json_out: bool) -> typer.Exit:
+    """Render an error and return the ``typer.Exit`` to raise."""
+    if json_out:
+        emit_json(exc.to_json())
+    else:
+        note(f"error: {safe(exc.diagnostics(), multiline=True)}")
+    return typer.Exit(exc.exit_code)
+
+
+def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Catch ``MuretaiError`` once per command and exit with its code (``--json`` honoured)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except MuretaiError as exc:
+            raise fail(exc, bool(kwargs.get("json_out"))) from None
+
+    return wrapper
+
+
+def read_input(name: str, *, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """Bytes of a file (or ``-`` for stdin), at most ``limit``; ``InputError`` otherwise."""
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(name, "rb") as fh:
+                data = fh.read(limit + 1)
+    except FileNotFoundError:
+        raise InputError("no-such-file", f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError("unreadable", f"{name}: is a directory") from None
+    except OSError as exc:
+        raise InputError("unreadable", f"{name}: {exc.strerror}") from None
+    if len(data) > limit:
+        raise InputError("too-large", f"{name}: larger than {limit} bytes")
+    return data
+
+
+def iter_documents(names: list[str], *, limit: int = MAX_INPUT_BYTES
+                   ) -> Iterator[tuple[str, bytes | InputError]]:
+    """Each input as ``(label, raw bytes)``; ``-`` yields one item per JSON line on stdin.
+
+    An unreadable input yields its ``InputError`` instead of bytes, so a batch goes on.
+    """
+    for name in names:
+        if name != "-":
+            try:
+                yield name, read_input(name, limit=limit)
+            except InputError as exc:
+                yield name, exc
+            continue
+        for number, line in enumerate(sys.stdin.buffer, start=1):
+            if not line.strip():
+                continue
+            label = f"stdin:{number}"
+            if len(line) > limit:
+                yield label, InputError("too-large", f"{label}: longer than {limit} bytes")
+            else:
+                yield label, line.rstrip(b"\r\n")
+
+
+def result_of(label: str, reasons: list[dict[str, str]], exit_code: int,
+              **facts: Any) -> dict[str, Any]:
+    """One batch item. ``reasons`` are ``Reason.to_json()`` dicts; ``exit_code`` 0, 1 or 2."""
+    return {"input": label, "ok": exit_code == 0, "reasons": reasons, **facts, "_exit": exit_code}
+
+
+def error_result(label: str, exc: MuretaiError, **facts: Any) -> dict[str, Any]:
+    reason = {"code": exc.code, "detail": exc.detail, "severity": "error"}
+    return result_of(label, [reason], exc.exit_code, **facts)
+
+
+def render_batch(results: list[dict[str, Any]], json_out: bool,
+                 summary: Callable[[dict[str, Any]], str] | None = None) -> int:
+    """Print a batch and return its exit code: the worst of its items (2 > 1 > 0)."""
+    exit_code = max((int(r.pop("_exit", 0)) for r in results), default=0)
+    if json_out:
+        emit_json({"ok": exit_code == 0, "results": results})
+        return exit_code
+    for item in results:
+        label = safe(item["input"])
+        errors = [r for r in item["reasons"] if r["severity"] == "error"]
+        if errors:
+            text = "; ".join(f"{r['code']}: {r['detail']}" for r in errors)
+            say(f"FAIL  {label}  {safe(text)}")
+        else:
+            say(f"ok    {label}  {safe(summary(item)) if summary else ''}".rstrip())
+        for r in item["reasons"]:
+            if r["severity"] == "warning":
+                note(f"warning: {label}: {r['code']}: {safe(r['detail'])}")
+    return exit_code

@@ -1,0 +1,4 @@
+"""placeholder"""
+import typer
+
+app = typer.Typer()

@@ -1,0 +1,75 @@
+"""One error hierarchy for the whole library.
+
+    MuretaiError            base; carries a named reason (``code``) and a detail for people
+    ├── Refused             a rule was broken or a check failed           (exit 1)
+    ├── InputError          input that cannot be read, or a usage mistake (exit 2)
+    ├── Unreachable         the network could not reach the peer          (exit 3)
+    ├── PeerRefused         the peer answered with a refusal              (exit 4)
+    └── DeadlineExceeded    the shared deadline ran out                   (exit 5)
+
+Library code raises these and never prints; the CLI catches ``MuretaiError`` once, renders
+``diagnostics()`` and exits with ``exit_code``. This module imports nothing of the project,
+so every layer, the seam included, may use it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MuretaiError(Exception):
+    """Base of every error muretai raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, code: str, detail: str, *, hint: str | None = None,
+                 data: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+        self.hint = hint
+        self.data = data or {}
+
+    def diagnostics(self) -> str:
+        """One or two lines a person can act on: what broke, and what to do."""
+        text = f"{self.code}: {self.detail}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": False, "error": self.code, "detail": self.detail}
+        if self.hint:
+            out["hint"] = self.hint
+        out.update(self.data)
+        return out
+
+
+class Refused(MuretaiError):
+    """A rule was broken: a signature, a recipient, a freshness window, a policy."""
+
+    exit_code = 1
+
+
+class InputError(MuretaiError):
+    """Input that cannot be read as what it should be, or a usage mistake."""
+
+    exit_code = 2
+
+
+class Unreachable(MuretaiError):
+    """The peer could not be reached (DNS, connection refused, TLS)."""
+
+    exit_code = 3
+
+
+class PeerRefused(MuretaiError):
+    """The peer answered, and its answer was a refusal (HTTP 429/503/4xx, JSON-RPC error)."""
+
+    exit_code = 4
+
+
+class DeadlineExceeded(MuretaiError):
+    """The deadline shared by a command's requests ran out."""
+
+    exit_code = 5

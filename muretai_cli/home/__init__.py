@@ -1,0 +1,29 @@
+"""``$MURETAI_HOME``: identities, and small state files written atomically.
+
+Layout::
+
+    $MURETAI_HOME/            (default ~/.muretai, mode 700)
+      keys/<name>.key         Ed25519 identities (mode 600), unless --keys / $MURETAI_KEYS
+      ...                     pins, connections, trust list, door databases (other modules)
+"""
+
+from muretai_cli.home._files import (
+    atomic_write,
+    ensure_private_dir,
+    home_dir,
+    read_json_file,
+    write_json_file,
+)
+from muretai_cli.home._keys import Identity, KeyStore, keys_dir, valid_name
+
+__all__ = [
+    "Identity",
+    "KeyStore",
+    "atomic_write",
+    "ensure_private_dir",
+    "home_dir",
+    "keys_dir",
+    "read_json_file",
+    "valid_name",
+    "write_json_file",
+]

@@ -1,0 +1,75 @@
+"""Private folders and atomic file writes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from muretai_cli.errors import InputError
+
+
+def home_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$MURETAI_HOME``, else ``~/.muretai``."""
+    env = os.environ if env is None else env
+    value = env.get("MURETAI_HOME")
+    return Path(value).expanduser() if value else Path.home() / ".muretai"
+
+
+def ensure_private_dir(path: Path, *, gitignore: bool = True) -> Path:
+    """Create ``path`` (mode 700) with a ``.gitignore`` of ``*`` so nothing in it is committed."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(PermissionError):
+        os.chmod(path, 0o700)
+    if gitignore:
+        marker = path / ".gitignore"
+        if not marker.exists():
+            atomic_write(marker, b"*\n", mode=0o644, overwrite=True)
+    return path
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, overwrite: bool = False) -> None:
+    """Write ``data`` to ``path`` all-or-nothing, with ``mode`` from the first byte.
+
+    Without ``overwrite`` an existing file is never replaced (the final step is a hard link,
+    which fails if the name exists); with it, the final step is an atomic rename.
+    """
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise InputError("exists", f"{path} already exists; nothing was overwritten") \
+                    from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def read_json_file(path: Path, default: Any) -> Any:
+    """A small JSON state file, or ``default`` when it does not exist."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return default
+    from muretai_cli.seam import parse_document
+
+    return parse_document(raw)
+
+
+def write_json_file(path: Path, value: Any) -> None:
+    ensure_private_dir(path.parent)
+    data = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).encode() + b"\n"
+    atomic_write(path, data, overwrite=True)

@@ -1,0 +1,101 @@
+"""The seam: the bytes muretai must reproduce, and refuse, byte for byte.
+
+Canonical JSON and its parse boundary, did:key, strict base64, strict Ed25519, the
+six-field message envelope and the signed card envelope. Nothing here does I/O.
+
+Names load on first use, so a command that only decodes a DID never imports the crypto
+backend (start-up time is a feature of a command-line tool).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from muretai_cli.seam._b64 import b64decode_strict, b64encode
+    from muretai_cli.seam._canonical import (
+        MAX_SAFE_INT,
+        canonical_bytes,
+        canonical_from_json,
+        check_signable,
+        parse_document,
+    )
+    from muretai_cli.seam._cardpub import (
+        card_envelope_payload,
+        sign_card_envelope,
+        verify_card_envelope,
+    )
+    from muretai_cli.seam._didkey import (
+        MAX_B58_LEN,
+        did_from_public,
+        public_from_did,
+        verifying_key_from_did,
+        x25519_from_ed25519_public,
+    )
+    from muretai_cli.seam._ed25519 import SigningKey, verify_signature
+    from muretai_cli.seam._envelope import (
+        SIGNED_FIELDS,
+        check_fresh,
+        sign_envelope,
+        signing_payload,
+        six_fields,
+        verify_envelope,
+    )
+    from muretai_cli.seam._smallorder import SMALL_ORDER_ENCODINGS, is_small_order
+
+_WHERE = {
+    "b64decode_strict": "_b64", "b64encode": "_b64",
+    "MAX_SAFE_INT": "_canonical", "canonical_bytes": "_canonical",
+    "canonical_from_json": "_canonical", "check_signable": "_canonical",
+    "parse_document": "_canonical",
+    "card_envelope_payload": "_cardpub", "sign_card_envelope": "_cardpub",
+    "verify_card_envelope": "_cardpub",
+    "MAX_B58_LEN": "_didkey", "did_from_public": "_didkey", "public_from_did": "_didkey",
+    "verifying_key_from_did": "_didkey", "x25519_from_ed25519_public": "_didkey",
+    "SigningKey": "_ed25519", "verify_signature": "_ed25519",
+    "SIGNED_FIELDS": "_envelope", "check_fresh": "_envelope", "sign_envelope": "_envelope",
+    "signing_payload": "_envelope", "six_fields": "_envelope", "verify_envelope": "_envelope",
+    "SMALL_ORDER_ENCODINGS": "_smallorder", "is_small_order": "_smallorder",
+}
+
+__all__ = [
+    "MAX_B58_LEN",
+    "MAX_SAFE_INT",
+    "SIGNED_FIELDS",
+    "SMALL_ORDER_ENCODINGS",
+    "SigningKey",
+    "b64decode_strict",
+    "b64encode",
+    "canonical_bytes",
+    "canonical_from_json",
+    "card_envelope_payload",
+    "check_fresh",
+    "check_signable",
+    "did_from_public",
+    "is_small_order",
+    "parse_document",
+    "public_from_did",
+    "sign_card_envelope",
+    "sign_envelope",
+    "signing_payload",
+    "six_fields",
+    "verify_card_envelope",
+    "verify_envelope",
+    "verify_signature",
+    "verifying_key_from_did",
+    "x25519_from_ed25519_public",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'muretai_cli.seam' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"muretai_cli.seam.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,127 @@
+"""Canonical JSON bytes and the parse boundary (seam §1).
+
+``canonical_bytes`` is the one function that turns a value into the bytes that get signed.
+``parse_document`` is the one function that turns wire bytes into a value: it refuses what
+a repairing reader would silently turn into a different document.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from muretai_cli.errors import InputError, Refused
+
+MAX_SAFE_INT = 2**53 - 1
+
+# A \uD800-\uDFFF escape (either case). Only documents containing one can smuggle a lone
+# surrogate past a strict UTF-8 decode, so the value walk below runs only for those.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_dumps = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The canonical bytes of ``value``: sorted keys by code point, no whitespace, UTF-8.
+
+    Raises ``Refused('lone-surrogate')`` for a string UTF-8 cannot carry and
+    ``Refused('non-finite-number')`` for NaN/Infinity.
+    """
+    try:
+        return _dumps(value).encode("utf-8")
+    except UnicodeEncodeError:
+        raise Refused("lone-surrogate", "a string holds an unpaired surrogate") from None
+    except ValueError as exc:
+        raise Refused("non-finite-number", f"not representable as canonical JSON: {exc}") from None
+    except TypeError as exc:
+        raise Refused("not-json", f"not a JSON value: {exc}") from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise InputError("non-finite-number", f"{name} is not a JSON number")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if _LONE_SURROGATE.search(key):
+                    return True
+                stack.append(sub)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def parse_document(raw: bytes) -> Any:
+    """The parse boundary: wire bytes to a JSON value, or ``InputError`` naming why not.
+
+    Refuses a byte order mark, anything but strict UTF-8 (UTF-16/32 and CESU-8 included),
+    unpaired surrogates written as escapes (in keys too), NaN/Infinity, nesting deeper than
+    the interpreter can follow, and integers too long to parse. Duplicate keys are
+    last-wins, as in every reference.
+    """
+    if not isinstance(raw, bytes | bytearray | memoryview):
+        raise InputError("not-bytes", "the parse boundary takes bytes")
+    raw = bytes(raw)
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise InputError("bom", "the document starts with a byte order mark; send plain UTF-8")
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise InputError("not-utf8", "the document is UTF-16 or UTF-32; only UTF-8 is read")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("invalid-utf8", f"not valid UTF-8 at byte {exc.start}") from None
+    if "\x00" in text[:4] and raw.strip():
+        raise InputError("not-utf8", "the document looks like UTF-16 or UTF-32; only UTF-8")
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except InputError:
+        raise
+    except RecursionError:
+        raise InputError("too-deep", "the document is nested too deeply to read") from None
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0][:120]
+        raise InputError("invalid-json", f"not a JSON document: {msg}") from None
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(value):
+        raise InputError("lone-surrogate", "a string or key holds an unpaired surrogate")
+    return value
+
+
+def canonical_from_json(raw: bytes) -> bytes:
+    """Wire bytes straight to canonical bytes, through the parse boundary."""
+    try:
+        return canonical_bytes(parse_document(raw))
+    except Refused as exc:  # pragma: no cover - parse_document already refused these
+        raise InputError(exc.code, exc.detail) from None
+
+
+def check_signable(value: Any, path: str = "$") -> None:
+    """Refuse what a signer must never emit: floats, and integers beyond ±(2**53-1)."""
+    stack: list[tuple[str, Any]] = [(path, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, bool) or item is None or isinstance(item, str):
+            continue
+        if isinstance(item, int):
+            if not -MAX_SAFE_INT <= item <= MAX_SAFE_INT:
+                raise Refused("int-out-of-range",
+                              f"{where} is {item}, outside ±(2**53-1); signed integers must fit")
+        elif isinstance(item, float):
+            raise Refused("float-in-payload",
+                          f"{where} is a float ({item!r}); signed payloads carry integers only")
+        elif isinstance(item, dict):
+            stack.extend((f"{where}.{k}", v) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(item))
+        else:
+            raise Refused("not-json", f"{where} is a {type(item).__name__}, not a JSON value")

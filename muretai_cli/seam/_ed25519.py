@@ -1,0 +1,89 @@
+"""Ed25519 keys, signing and strict verification (seam §2.1).
+
+``cryptography`` (OpenSSL) verifies with the cofactorless equation and refuses a
+non-canonical S, but it accepts small-order public keys and a small-order R. The table
+below is libsodium's: seven y-coordinates, each with the sign bit clear and set.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from muretai_cli.errors import Refused
+from muretai_cli.seam._b64 import b64decode_strict, b64encode
+from muretai_cli.seam._smallorder import SMALL_ORDER_ENCODINGS
+
+
+class SigningKey:
+    """An Ed25519 private key held as its 32-byte seed. Never printed, never logged."""
+
+    __slots__ = ("_did", "_private", "_public", "_seed")
+
+    def __init__(self, seed: bytes) -> None:
+        if not isinstance(seed, bytes) or len(seed) != 32:
+            raise ValueError("an Ed25519 seed is exactly 32 bytes")
+        self._seed = seed
+        self._private = Ed25519PrivateKey.from_private_bytes(seed)
+        self._public = self._private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        self._did: str | None = None
+
+    @classmethod
+    def generate(cls) -> SigningKey:
+        return cls(os.urandom(32))
+
+    @property
+    def seed(self) -> bytes:
+        return self._seed
+
+    @property
+    def public_bytes(self) -> bytes:
+        return self._public
+
+    @property
+    def did(self) -> str:
+        if self._did is None:
+            from muretai_cli.seam._didkey import did_from_public
+
+            self._did = did_from_public(self._public)
+        return self._did
+
+    def sign(self, payload: bytes) -> str:
+        """Sign exact bytes; returns the signature in strict base64."""
+        return b64encode(self._private.sign(payload))
+
+    def __repr__(self) -> str:
+        return f"SigningKey(did={self.did!r})"
+
+
+def verify_strict(public: Ed25519PublicKey, public_raw: bytes, payload: bytes,
+                  sig_b64: object) -> None:
+    """Verify ``sig_b64`` over ``payload`` under a key, refusing every weak form.
+
+    Order: spelling, length, small-order key, small-order R, the equation.
+    """
+    raw = b64decode_strict(sig_b64)
+    if len(raw) != 64:
+        raise Refused("bad-signature-length", f"a signature is 64 bytes, this one is {len(raw)}")
+    if public_raw in SMALL_ORDER_ENCODINGS:
+        raise Refused("small-order-key", "the signing key is a small-order point")
+    if raw[:32] in SMALL_ORDER_ENCODINGS:
+        raise Refused("small-order-key", "the signature's R is a small-order point")
+    try:
+        public.verify(raw, payload)
+    except InvalidSignature:
+        raise Refused("bad-signature", "the signature does not verify under that key") from None
+
+
+def verify_signature(did: str, payload: bytes, sig: object) -> None:
+    """Verify ``sig`` over exact ``payload`` bytes under the key ``did`` names (strictly)."""
+    from muretai_cli.seam._didkey import verifying_key_from_did
+
+    public, raw = verifying_key_from_did(did)
+    verify_strict(public, raw, payload, sig)
