@@ -1,4 +1,89 @@
-"""placeholder"""
+"""``muretai sign``: produce what the verify commands accept (e.g. for static cards)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
 import typer
 
-app = typer.Typer()
+from muretai_cli.cli._out import KeysOpt, handles_errors, read_input
+
+if TYPE_CHECKING:
+    from muretai_cli.seam import SigningKey
+
+app = typer.Typer(help="Sign messages and cards with one of your identities.",
+                  no_args_is_help=True)
+
+AsOpt = Annotated[str, typer.Option("--as", help="The identity to sign with.")]
+# Output is the artifact itself, with or without --json, so it pipes into `verify`.
+JsonAccepted = Annotated[bool, typer.Option(
+    "--json", help="Accepted for symmetry: the output is already one JSON document.")]
+
+
+def _load(name: str, keys: Path | None) -> SigningKey:
+    from muretai_cli.home import KeyStore, keys_dir
+
+    return KeyStore(keys_dir(keys)).load(name).signing_key()
+
+
+def _print(doc: object) -> None:
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+
+
+@app.command("message")
+@handles_errors
+def message(
+    text: Annotated[str, typer.Argument(help="The text, or - to read it from stdin.")],
+    as_: AsOpt,
+    to: Annotated[str, typer.Option("--to", help="The recipient's DID.")],
+    context_id: Annotated[str | None, typer.Option("--context-id")] = None,
+    now: Annotated[int | None, typer.Option("--now", help="Timestamp to sign.")] = None,
+    keys: KeysOpt = None,
+    json_out: JsonAccepted = False,
+) -> None:
+    """Print a complete signed A2A message/send request on stdout."""
+    from muretai_cli.artifacts.message import build_message_send, signed_message
+    from muretai_cli.errors import InputError, MuretaiError
+    from muretai_cli.seam import public_from_did
+
+    try:
+        public_from_did(to)
+    except MuretaiError as exc:
+        raise InputError("bad-did", f"--to: {exc.detail}") from None
+    if text == "-":
+        try:
+            text = read_input("-", limit=65536).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("invalid-utf8", "stdin is not UTF-8 text") from None
+    key = _load(as_, keys)
+    when = int(time.time()) if now is None else now
+    _print(build_message_send(signed_message(key, to=to, text=text, now=when,
+                                             context_id=context_id)))
+
+
+@app.command("card")
+@handles_errors
+def card(
+    card_file: Annotated[str, typer.Argument(help="The card JSON (a file, or -).")],
+    as_: AsOpt,
+    now: Annotated[int | None, typer.Option("--now", help="ts to sign.")] = None,
+    keys: KeysOpt = None,
+    json_out: JsonAccepted = False,
+) -> None:
+    """Print the signed envelope {v, typ, card, ts, sig} of a card on stdout.
+
+    A card without a did gets the signer's; a card naming another DID is refused.
+    """
+    from muretai_cli.errors import InputError
+    from muretai_cli.seam import parse_document, sign_card_envelope
+
+    body = parse_document(read_input(card_file))
+    if not isinstance(body, dict):
+        raise InputError("not-a-card", "a card is a JSON object")
+    key = _load(as_, keys)
+    when = int(time.time()) if now is None else now
+    _print(sign_card_envelope(key, body, when))

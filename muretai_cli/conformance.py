@@ -1,0 +1,161 @@
+"""Run a seam vectors file against this implementation, group by group.
+
+Every group in the file is reported: passed, failed (with the failing cases named) or
+skipped by name with the reason. A group nobody loops over never looks like one that passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from muretai_cli.errors import MuretaiError
+from muretai_cli.seam import (
+    canonical_bytes,
+    canonical_from_json,
+    card_envelope_payload,
+    check_signable,
+    did_from_public,
+    public_from_did,
+    signing_payload,
+    verify_card_envelope,
+    verify_envelope,
+)
+
+Status = Literal["passed", "failed", "skipped"]
+_NOT_GROUPS = {"note", "protocolVersion", "canonicalSpec", "timestampNote", "numberHazardNote",
+               "ownerStateNote", "domainLinkageNote", "epochNote", "rejectNote", "_", "seed_hex",
+               "authority", "now", "jwks"}
+
+
+@dataclass
+class GroupResult:
+    group: str
+    status: Status
+    cases: int = 0
+    failures: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"group": self.group, "status": self.status, "cases": self.cases}
+        if self.failures:
+            out["failures"] = self.failures
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+def _refused(fn: Callable[..., object], *args: Any, **kwargs: Any) -> bool:
+    try:
+        fn(*args, **kwargs)
+    except MuretaiError:
+        return True
+    return False
+
+
+def _canonical(doc: dict[str, Any]) -> list[tuple[str, bool]]:
+    return [(c["name"], canonical_bytes(c["payload"]) == c["canonical"].encode())
+            for c in doc["canonical"]]
+
+
+def _number_hazards(doc: dict[str, Any]) -> list[tuple[str, bool]]:
+    # signMustNotEmit: our signer must refuse every one of these payloads.
+    return [(c["name"], not c.get("signMustNotEmit") or
+             _refused(check_signable, c["payload"])) for c in doc["numberHazards"]]
+
+
+def _did(doc: dict[str, Any]) -> list[tuple[str, bool]]:
+    out = []
+    for c in doc["did"]:
+        curve, public = public_from_did(c["did"])
+        out.append((c["did"], public.hex() == c["publicHex"]
+                    and did_from_public(public, curve) == c["did"]))
+    return out
+
+
+def _envelope(doc: dict[str, Any]) -> list[tuple[str, bool]]:
+    return [(c["name"], signing_payload(c) == c["signingPayload"].encode())
+            for c in doc["envelope"]]
+
+
+def _cardpub(doc: dict[str, Any]) -> list[tuple[str, bool]]:
+    out = []
+    for c in doc["cardpub"]:
+        env = {"v": 1, "typ": "agentcard", "card": c["card"], "ts": c["ts"], "sig": c["sig"]}
+        good = card_envelope_payload(c["card"], c["ts"]) == c["envelopePayload"].encode()
+        good = good and verify_card_envelope(env, expected_did=c["card"]["did"]) == c["card"]
+        other = "did:key:z6MkeTG3bFFSLYVU7VqhgZxqr6YzpaGrQtFMh1uvqGy1vDnP"
+        good = good and _refused(verify_card_envelope, env, expected_did=other)
+        out.append((c["name"], good))
+    return out
+
+
+def _reject_message(cases: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+    out = []
+    for c in cases:
+        to = "" if c.get("verifierNamesNoRecipient") else c.get("recipientDid", c["input"]["to"])
+        out.append((c["name"], _refused(verify_envelope, c["input"], to_did=to)))
+    return out
+
+
+def _reject_encoding(group: dict[str, Any]) -> list[tuple[str, bool]]:
+    out = []
+    for c in group.get("refuse", []):
+        raw = bytes.fromhex(c["documentHex"])
+        out.append((c["name"], _refused(canonical_from_json, raw)))
+    for c in group.get("accept", []):
+        raw = bytes.fromhex(c["documentHex"])
+        try:
+            ok = canonical_from_json(raw) == c["canonical"].encode()
+        except MuretaiError:
+            ok = False
+        out.append((c["name"], ok))
+    return out
+
+
+_RUNNERS: dict[str, Callable[[dict[str, Any]], list[tuple[str, bool]]]] = {
+    "canonical": _canonical,
+    "numberHazards": _number_hazards,
+    "did": _did,
+    "envelope": _envelope,
+    "cardpub": _cardpub,
+    "reject.message": lambda doc: _reject_message(doc["reject"]["message"]),
+    "reject.encoding": lambda doc: _reject_encoding(doc["reject"]["encoding"]),
+}
+
+
+def _groups(doc: dict[str, Any]) -> list[str]:
+    names: list[str] = []
+    for key, value in doc.items():
+        if key in _NOT_GROUPS or not isinstance(value, list | dict):
+            continue
+        if key == "reject" and isinstance(value, dict):
+            names.extend(f"reject.{sub}" for sub in value)
+        elif key in ("accept", "reject") and isinstance(value, list):
+            names.append(f"webBotAuth.{key}")
+        else:
+            names.append(key)
+    return names
+
+
+def run_conformance(doc: object) -> list[GroupResult]:
+    """Each group of a vectors document, run or skipped by name."""
+    if not isinstance(doc, dict):
+        raise MuretaiError("not-vectors", "a vectors file is a JSON object of groups")
+    results: list[GroupResult] = []
+    for name in _groups(doc):
+        runner = _RUNNERS.get(name)
+        if runner is None:
+            results.append(GroupResult(name, "skipped",
+                                       reason="not implemented by muretai (no issue asks)"))
+            continue
+        try:
+            cases = runner(doc)
+        except (KeyError, TypeError, ValueError, MuretaiError) as exc:
+            results.append(GroupResult(name, "failed", failures=[f"group unreadable: {exc}"]))
+            continue
+        failures = [case for case, ok in cases if not ok]
+        results.append(GroupResult(name, "failed" if failures else "passed", len(cases),
+                                   failures))
+    return results

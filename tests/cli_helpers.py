@@ -1,0 +1,30 @@
+"""Running the CLI in-process, with stdout and stderr kept apart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import Result
+from typer.testing import CliRunner
+
+from muretai_cli.cli import app
+
+
+def run(*args: str, input: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(app, list(args), input=input, catch_exceptions=False)
+
+
+def run_json(*args: str, input: str | bytes | None = None) -> tuple[int, dict[str, Any]]:
+    result = run(*args, "--json", input=input)
+    doc = json.loads(result.stdout)
+    assert next(iter(doc)) == "ok", "the first key of every --json document is ok"
+    return result.exit_code, doc
+
+
+def new_identity(name: str, keys: Path | None = None) -> str:
+    extra = ["--keys", str(keys)] if keys else []
+    result = run("id", "new", name, *extra)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout.strip()

@@ -1,0 +1,229 @@
+"""`muretai sign` / `verify message` / `verify card` / `conformance`: verdicts, codes, batches."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from muretai_cli.seam import SigningKey, sign_card_envelope
+from tests.cli_helpers import new_identity, run, run_json
+from tests.conftest import VECTORS
+
+
+@pytest.fixture
+def pair() -> tuple[str, str]:
+    return new_identity("alice"), new_identity("bob")
+
+
+def _signed(to: str, text: str = "hello", *extra: str) -> str:
+    result = run("sign", "message", "--as", "alice", "--to", to, text, *extra)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def test_sign_then_verify_message(pair: tuple[str, str], tmp_path: Path) -> None:
+    alice, bob = pair
+    path = tmp_path / "m.json"
+    path.write_text(_signed(bob))
+    code, doc = run_json("verify", "message", str(path), "--to", bob)
+    assert code == 0 and doc["ok"] is True
+    assert doc["results"][0]["from"] == alice
+    assert doc["results"][0]["text"] == "hello"
+
+
+def test_sign_output_is_a_message_send_request(pair: tuple[str, str]) -> None:
+    _, bob = pair
+    req = json.loads(_signed(bob, "hi"))
+    assert req["method"] == "message/send"
+    meta = req["params"]["message"]["metadata"]
+    assert set(meta) == {"from", "to", "timestamp", "sig"}
+    assert isinstance(meta["timestamp"], int)
+
+
+def test_wrong_recipient_is_refused(pair: tuple[str, str], tmp_path: Path) -> None:
+    alice, bob = pair
+    path = tmp_path / "m.json"
+    path.write_text(_signed(bob))
+    code, doc = run_json("verify", "message", str(path), "--to", alice)
+    assert code == 1
+    assert doc["results"][0]["reasons"][0]["code"] == "wrong-recipient"
+
+
+def test_tampered_text_is_refused(pair: tuple[str, str]) -> None:
+    _, bob = pair
+    tampered = _signed(bob, "pay 10").replace("pay 10", "pay 99")
+    code, doc = run_json("verify", "message", "-", "--to", bob, input=tampered)
+    assert code == 1
+    assert doc["results"][0]["reasons"][0]["code"] == "bad-signature"
+
+
+@pytest.mark.parametrize(("offset", "code"), [(-301, "stale"), (301, "from-the-future")])
+def test_freshness_both_directions(pair: tuple[str, str], offset: int, code: str) -> None:
+    _, bob = pair
+    now = int(time.time())
+    signed = _signed(bob, "x", "--now", str(now + offset))
+    exit_code, doc = run_json("verify", "message", "-", "--to", bob, "--now", str(now),
+                              input=signed)
+    assert exit_code == 1
+    assert doc["results"][0]["reasons"][0]["code"] == code
+    ok_code, _ = run_json("verify", "message", "-", "--to", bob, "--now", str(now),
+                          "--window", str(abs(offset) + 1), input=signed)
+    assert ok_code == 0
+
+
+def test_float_timestamp_is_float_in_payload(pair: tuple[str, str]) -> None:
+    _, bob = pair
+    req = json.loads(_signed(bob))
+    req["params"]["message"]["metadata"]["timestamp"] += 0.0
+    code, doc = run_json("verify", "message", "-", "--to", bob, input=json.dumps(req))
+    assert code == 1
+    assert doc["results"][0]["reasons"][0]["code"] == "float-in-payload"
+
+
+def test_non_text_part_is_refused(pair: tuple[str, str]) -> None:
+    _, bob = pair
+    req = json.loads(_signed(bob))
+    req["params"]["message"]["parts"].append({"kind": "file", "file": {"uri": "x"}})
+    code, doc = run_json("verify", "message", "-", "--to", bob, input=json.dumps(req))
+    assert code == 1
+    assert doc["results"][0]["reasons"][0]["code"] == "non-text-part"
+
+
+def test_bare_message_is_accepted(pair: tuple[str, str]) -> None:
+    _, bob = pair
+    bare = json.loads(_signed(bob))["params"]["message"]
+    code, _ = run_json("verify", "message", "-", "--to", bob, input=json.dumps(bare))
+    assert code == 0
+
+
+def test_batch_reports_each_and_exits_with_the_worst(pair: tuple[str, str],
+                                                     tmp_path: Path) -> None:
+    _, bob = pair
+    good = tmp_path / "good.json"
+    good.write_text(_signed(bob))
+    bad = tmp_path / "bad.json"
+    bad.write_text(_signed(bob, "a").replace('"a"', '"b"'))
+    code, doc = run_json("verify", "message", str(good), str(bad), "--to", bob)
+    assert code == 1
+    assert [r["ok"] for r in doc["results"]] == [True, False]
+    code, doc = run_json("verify", "message", str(good), str(tmp_path / "missing"), "--to", bob)
+    assert code == 2
+    assert doc["results"][1]["reasons"][0]["code"] == "no-such-file"
+
+
+def test_jsonl_on_stdin_is_many_inputs(pair: tuple[str, str]) -> None:
+    _, bob = pair
+    lines = "".join(_signed(bob, f"n{i}") for i in range(5))
+    code, doc = run_json("verify", "message", "-", "--to", bob, input=lines + "garbage\n")
+    assert code == 2
+    assert [r["ok"] for r in doc["results"]] == [True] * 5 + [False]
+    assert doc["results"][5]["reasons"][0]["code"] == "invalid-json"
+
+
+@pytest.mark.parametrize("payload", [b"", b"\x00\x01\xff" * 50, b"{" * 100000, b"[1,2",
+                                     b"\xef\xbb\xbf{}", ("x" * 2_000_000).encode()])
+def test_garbage_is_a_clean_error(pair: tuple[str, str], tmp_path: Path, payload: bytes) -> None:
+    _, bob = pair
+    path = tmp_path / "junk"
+    path.write_bytes(payload)
+    result = run("verify", "message", str(path), "--to", bob)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    assert result.stdout.startswith("FAIL")
+
+
+def test_huge_did_is_a_usage_error_fast(pair: tuple[str, str], tmp_path: Path) -> None:
+    _, bob = pair
+    path = tmp_path / "m.json"
+    path.write_text(_signed(bob))
+    start = time.perf_counter()
+    result = run("verify", "message", str(path), "--to", "did:key:z" + "2" * 100_000)
+    assert result.exit_code == 2
+    assert time.perf_counter() - start < 2
+
+
+def test_sign_card_and_verify(pair: tuple[str, str], tmp_path: Path) -> None:
+    alice, bob = pair
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps({"name": "A", "url": "https://a.example/support/"}))
+    signed = run("sign", "card", "--as", "alice", str(card))
+    assert signed.exit_code == 0
+    env = json.loads(signed.stdout)
+    assert env["card"]["did"] == alice and env["typ"] == "agentcard" and env["v"] == 1
+    code, _ = run_json("verify", "card", "-", "--did", alice, input=signed.stdout)
+    assert code == 0
+    code, doc = run_json("verify", "card", "-", "--did", alice, "--origin",
+                         "https://A.example:443/support", input=signed.stdout)
+    assert code == 0
+    code, doc = run_json("verify", "card", "-", "--did", alice, "--origin",
+                         "https://a.example/sales", input=signed.stdout)
+    assert code == 1 and doc["results"][0]["reasons"][0]["code"] == "wrong-origin"
+    code, doc = run_json("verify", "card", "-", "--did", bob, input=signed.stdout)
+    assert code == 1 and doc["results"][0]["reasons"][0]["code"] == "did-mismatch"
+
+
+def test_sign_card_refuses_another_did(pair: tuple[str, str], tmp_path: Path) -> None:
+    _, bob = pair
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps({"name": "A", "did": bob}))
+    result = run("sign", "card", "--as", "alice", str(card))
+    assert result.exit_code == 1
+    assert "did-mismatch" in result.stderr
+
+
+def test_card_ts_rules() -> None:
+    key = SigningKey(bytes(range(32)))
+    now = 1_800_000_000
+    future = sign_card_envelope(key, {"name": "x"}, now + 301)
+    code, doc = run_json("verify", "card", "-", "--did", key.did, "--now", str(now),
+                         input=json.dumps(future))
+    assert code == 1 and doc["results"][0]["reasons"][0]["code"] == "from-the-future"
+    old = sign_card_envelope(key, {"name": "x"}, now - 6 * 3600 - 1)
+    code, doc = run_json("verify", "card", "-", "--did", key.did, "--now", str(now),
+                         input=json.dumps(old))
+    assert code == 0, "a stale envelope is a warning, not a refusal"
+    assert doc["results"][0]["reasons"][0] == {"code": "stale", "severity": "warning",
+                                               "detail": doc["results"][0]["reasons"][0]["detail"]}
+    floaty = dict(sign_card_envelope(key, {"name": "x"}, now))
+    floaty["ts"] = float(now)
+    code, doc = run_json("verify", "card", "-", "--did", key.did, "--now", str(now),
+                         input=json.dumps(floaty))
+    assert code == 1 and doc["results"][0]["reasons"][0]["code"] == "float-in-payload"
+
+
+def test_conformance_on_the_vectors() -> None:
+    path = VECTORS / "wire_vectors.json"
+    if not path.exists():
+        pytest.skip(f"golden vectors not found at {path} (../shared/vectors is absent)")
+    code, doc = run_json("conformance", str(path))
+    assert code == 0
+    status = {g["group"]: g["status"] for g in doc["groups"]}
+    for group in ("canonical", "did", "envelope", "cardpub", "reject.message",
+                  "reject.encoding", "numberHazards"):
+        assert status[group] == "passed", group
+    assert status["reject.keystate"] == "skipped"
+    assert status["webBotAuth"] == "skipped"
+
+
+def test_conformance_fails_a_wrong_vector(tmp_path: Path) -> None:
+    doc = {"canonical": [{"name": "lie", "payload": {"b": 1, "a": 2},
+                          "canonical": '{"b":1,"a":2}'}],
+           "reject": {"message": [{"name": "valid-message-claimed-bad",
+                                   "input": _valid_envelope(), "mustReject": True}]},
+           "mystery": [1, 2]}
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps(doc))
+    code, out = run_json("conformance", str(path))
+    assert code == 1
+    status = {g["group"]: g["status"] for g in out["groups"]}
+    assert status == {"canonical": "failed", "reject.message": "failed", "mystery": "skipped"}
+
+
+def _valid_envelope() -> dict[str, object]:
+    from muretai_cli.seam import sign_envelope
+
+    key = SigningKey(bytes(32))
+    return sign_envelope(key, to=key.did, text="t", timestamp=1)
