@@ -12,6 +12,7 @@ from muretai_cli import __version__
 from muretai_cli.cli import (
     _card,
     _conformance,
+    _demo,
     _did,
     _door,
     _handoff,
@@ -58,6 +59,7 @@ app.add_typer(_door.contact_app, name="contact")
 app.add_typer(_op.app, name="op")
 app.add_typer(_lint.app, name="conventions", help="Lint WebMCP tool results.")
 _door.register(app)
+app.command("demo")(_demo.demo)
 
 
 def main() -> None:
