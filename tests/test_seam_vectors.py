@@ -60,3 +60,58 @@ def test_cardpub(wire_vectors: dict[str, Any]) -> None:
         env = {"v": 1, "typ": "agentcard", "card": case["card"], "ts": case["ts"],
                "sig": case["sig"]}
         assert verify_card_envelope(env, expected_did=case["card"]["did"]) == case["card"]
+
+
+# Each reject.message case must be refused for its own reason: a case refused for another
+# reason would still pass if the check it exists for were deleted.
+EXPECTED_MESSAGE_CODES = {
+    "from-not-signer": "bad-signature",
+    "bad-signature": "small-order-key",  # all-zero sig: R = 0x00…, a small-order point
+    "tampered-text": "bad-signature",
+    "tampered-timestamp": "bad-signature",
+    "missing-sig": "missing-sig",
+    "wrong-recipient": "wrong-recipient",
+    "small-order-signer": "small-order-key",
+    "sig-not-canonical-base64": "sig-not-canonical-base64",
+    "wire-names-its-own-recipient": "wrong-recipient",
+}
+
+
+def test_reject_message_reasons(wire_vectors: dict[str, Any]) -> None:
+    cases = wire_vectors["reject"]["message"]
+    assert {c["name"] for c in cases} == set(EXPECTED_MESSAGE_CODES)
+    for case in cases:
+        assert case["mustReject"] is True
+        to = None if case.get("verifierNamesNoRecipient") else case.get("recipientDid",
+                                                                         case["input"]["to"])
+        with pytest.raises(MuretaiError) as info:
+            verify_envelope(case["input"], to_did=to)  # type: ignore[arg-type]
+        assert info.value.code == EXPECTED_MESSAGE_CODES[case["name"]], case["name"]
+
+
+def test_reject_message_controls_verify(wire_vectors: dict[str, Any]) -> None:
+    """The cases are one honest message with one thing changed: the honest one verifies."""
+    cases = {c["name"]: c for c in wire_vectors["reject"]["message"]}
+    honest = dict(cases["wire-names-its-own-recipient"]["input"])
+    honest.pop("recipientDid")
+    assert verify_envelope(honest, to_did=honest["to"])["text"] == "pay the invoice"
+    misdirected = cases["wrong-recipient"]["input"]
+    assert verify_envelope(misdirected, to_did=misdirected["to"])
+
+
+def test_cardpub_refuses_a_caller_asking_for_another_did(wire_vectors: dict[str, Any]) -> None:
+    other = wire_vectors["did"][3]["did"]
+    for case in wire_vectors["cardpub"]:
+        env = {"v": 1, "typ": "agentcard", "card": case["card"], "ts": case["ts"],
+               "sig": case["sig"]}
+        assert other != case["card"]["did"]
+        with pytest.raises(MuretaiError) as info:
+            verify_card_envelope(env, expected_did=other)
+        assert info.value.code == "did-mismatch"
+
+
+def test_encoding_refusals_name_their_category(wire_vectors: dict[str, Any]) -> None:
+    for case in wire_vectors["reject"]["encoding"]["refuse"]:
+        with pytest.raises(MuretaiError) as info:
+            canonical_from_json(bytes.fromhex(case["documentHex"]))
+        assert info.value.code == case["category"], case["name"]

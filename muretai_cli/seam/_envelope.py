@@ -23,6 +23,8 @@ def six_fields(env: Mapping[str, Any]) -> dict[str, Any]:
 
     ``timestamp`` must be an integer: a float is ``float-in-payload`` (never coerced).
     """
+    if not isinstance(env, Mapping):  # wire input: a JSON array or string must not crash
+        raise Refused("malformed-envelope", "a message envelope is a JSON object")
     missing = [k for k in SIGNED_FIELDS if k not in env and k != "contextId"]
     if missing:
         raise Refused("missing-field", f"the signed fields lack {', '.join(missing)}")
