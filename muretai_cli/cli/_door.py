@@ -1,11 +1,206 @@
-"""``muretai serve`` and ``muretai contact ...``: stub for the receiving side."""
+"""``muretai serve`` and ``muretai contact issue|grants|revoke``: the receiving side.
+
+starlette, uvicorn and sqlite3 are imported inside the commands, never at CLI import time.
+"""
 
 from __future__ import annotations
 
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, note, safe, say
+from muretai_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from muretai_cli.door.store import DoorStore
+    from muretai_cli.home import Identity
 
 contact_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke contact grants.")
 
+AsOpt = Annotated[str, typer.Option("--as", help="The identity whose door this is.")]
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"([0-9]{1,9})([smhdw]?)")
+
+
+def parse_duration(text: str, *, name: str = "duration") -> int:
+    """Seconds in ``90``, ``90s``, ``5m``, ``2h``, ``7d``, ``1w`` (private until a shared
+    ``durations`` module lands)."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    seconds = int(match.group(1)) * _UNITS[match.group(2) or "s"] if match else 0
+    if not 0 < seconds <= 100 * 365 * 86400:
+        raise InputError("bad-duration", f"{name} {text[:40]!r} is not a duration",
+                         hint="write a whole number with s, m, h, d or w (e.g. 30s, 7d, 2w)")
+    return seconds
+
+
+def load_identity(name: str, keys: Path | None) -> Identity:
+    from muretai_cli.home import KeyStore, keys_dir
+
+    return KeyStore(keys_dir(keys)).load(name)
+
+
+def open_store(did: str, *, durable: bool = False) -> DoorStore:
+    from muretai_cli.door.store import DoorStore, db_path
+
+    return DoorStore(db_path(did), durable=durable)
+
 
 def register(app: typer.Typer) -> None:
-    """Add ``serve`` (and anything else top-level) to the root app."""
+    """Add ``serve`` to the root app."""
+    app.command("serve")(serve)
+
+
+@handles_errors
+def serve(
+    as_: AsOpt,
+    url: Annotated[str, typer.Option("--url", help="The base URL visitors dial (https, or "
+                                                   "http on loopback); may carry a path.")],
+    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to bind (0: any free port).")] = 8788,
+    dm_policy: Annotated[str, typer.Option(
+        "--dm-policy", help="open | quarantine | closed")] = "quarantine",
+    rate_per_sender: Annotated[int, typer.Option(
+        "--rate-per-sender", help="Signed requests per minute per sender (0 disables).")] = 60,
+    rate_total: Annotated[int, typer.Option(
+        "--rate-total", help="Signed requests per minute for the door (0 disables).")] = 600,
+    org: Annotated[Path | None, typer.Option(
+        "--org", help="A signed org membership to publish on the card.")] = None,
+    durable: Annotated[bool, typer.Option(
+        "--durable", help="synchronous=FULL: commits also survive power loss.")] = False,
+    slow_seconds: Annotated[float, typer.Option(
+        "--slow-seconds", hidden=True, help="Deadline for headers and for the body.")] = 10.0,
+    keys: KeysOpt = None,
+) -> None:
+    """Run the door: the signed card, message/send and contact/redeem, on 127.0.0.1."""
+    from muretai_cli.cli._out import read_input
+    from muretai_cli.urls import parse_base_url
+
+    if dm_policy not in ("open", "quarantine", "closed"):
+        raise InputError("bad-policy", f"--dm-policy {dm_policy!r} is not a policy",
+                         hint="use open, quarantine or closed")
+    if rate_per_sender < 0 or rate_total < 0:
+        raise InputError("bad-rate", "rates are whole numbers per minute; 0 disables")
+    if not 0 <= port <= 65535:
+        raise InputError("bad-port", f"--port {port} is outside 0-65535")
+    base = parse_base_url(url)
+    if base.text != url:
+        note(f"serving as {base.text} (the canonical form of {safe(url)})")
+    ident = load_identity(as_, keys)
+    membership = None
+    if org is not None:
+        from muretai_cli.artifacts.org import check_membership
+        from muretai_cli.seam import parse_document
+
+        doc = parse_document(read_input(str(org)))
+        membership = check_membership(doc, agent_did=ident.did, now=int(time.time()))
+
+    import uvicorn
+
+    from muretai_cli.door.app import bind, build_app, server_config
+    from muretai_cli.door.core import Door, DoorConfig
+
+    config = DoorConfig(name=ident.name, url=base, policy=dm_policy,  # type: ignore[arg-type]
+                        rate_per_sender=rate_per_sender, rate_total=rate_total, org=membership,
+                        durable=durable, slow_seconds=slow_seconds)
+    door = Door(ident.signing_key(), config, open_store(ident.did, durable=durable))
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        door.store.close()
+        raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}") \
+            from None
+    bound = sock.getsockname()
+    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    app = build_app(door)
+    server = uvicorn.Server(server_config(app, door, host=host, port=bound[1]))
+    note(f"listening on http://{shown}:{bound[1]} as {ident.did}")
+    note(f"card: {base.join('/.well-known/agent-card.json')} (policy {dm_policy}, "
+         f"db {door.store.path})")
+    server.run(sockets=[sock])
+
+
+@contact_app.command("issue")
+@handles_errors
+def issue(
+    as_: AsOpt,
+    uses: Annotated[int, typer.Option("--uses", help="How many senders may redeem it.")],
+    expires: Annotated[str, typer.Option("--expires", help="Lifetime: 30m, 12h, 7d, 2w.")] = "7d",
+    purpose: Annotated[str | None, typer.Option("--purpose", help="Why it was issued.")] = None,
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Mint a contact grant, record it, and make it the card's contact. Prints the grant."""
+    from muretai_cli.artifacts.grant import mint_grant
+
+    ttl = parse_duration(expires, name="--expires")
+    if uses < 1:
+        raise InputError("bad-uses", f"--uses {uses} must be at least 1")
+    ident = load_identity(as_, keys)
+    now = int(time.time())
+    grant = mint_grant(ident.signing_key(), uses=uses, now=now, ttl=ttl, purpose=purpose)
+    store = open_store(ident.did)
+    try:
+        store.add_grant(grant, now)
+    finally:
+        store.close()
+    if json_out:
+        emit_json({"ok": True, "grant": grant})
+    else:
+        import json
+
+        say(json.dumps(grant, indent=2, ensure_ascii=False))
+        note(f"grant {grant['id']}: {uses} use(s), expires in {expires}")
+
+
+@contact_app.command("grants")
+@handles_errors
+def grants(as_: AsOpt, keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
+    """List this door's grants with uses left."""
+    ident = load_identity(as_, keys)
+    now = int(time.time())
+    store = open_store(ident.did)
+    try:
+        rows = [g.to_json(now) for g in store.grants()]
+    finally:
+        store.close()
+    if json_out:
+        emit_json({"ok": True, "grants": rows})
+        return
+    for g in rows:
+        left = f"{g['usesLeft']}/{g['uses']} left"
+        purpose = f"  {safe(g['purpose'])}" if g["purpose"] else ""
+        say(f"{g['id']}  {g['state']:<9}  {left:<12} exp {_when(g['exp'])}{purpose}")
+    if not rows:
+        note("no grants yet: `muretai contact issue --as NAME --uses N`")
+
+
+@contact_app.command("revoke")
+@handles_errors
+def revoke(
+    as_: AsOpt,
+    grant_id: Annotated[str, typer.Argument(metavar="ID", help="The grant's id.")],
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Revoke a grant: it leaves the card, and its connections stop letting senders in."""
+    ident = load_identity(as_, keys)
+    now = int(time.time())
+    store = open_store(ident.did)
+    try:
+        row = store.revoke(grant_id, now)
+    finally:
+        store.close()
+    if json_out:
+        emit_json({"ok": True, "grant": row.to_json(now)})
+    else:
+        say(f"revoked {row.id}")
+
+
+def _when(epoch: int | None) -> str:
+    if epoch is None:
+        return "-"
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

@@ -1,0 +1,271 @@
+"""The door: its card, its ladder and its policy, independent of HTTP.
+
+``Door.handle_post(raw)`` takes the bytes of one POST body and returns ``(status, body,
+headers)``; it never raises. The HTTP layer (``app.py``) only reads bodies and writes answers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from muretai_cli import __version__
+from muretai_cli.door import ladder
+from muretai_cli.door.ladder import RpcError
+from muretai_cli.door.rate import RateLimits
+from muretai_cli.door.store import DoorStore
+from muretai_cli.errors import MuretaiError
+
+if TYPE_CHECKING:
+    from muretai_cli.seam import SigningKey
+    from muretai_cli.urls import BaseUrl
+
+Policy = Literal["open", "quarantine", "closed"]
+POLICIES: tuple[Policy, ...] = ("open", "quarantine", "closed")
+RESIGN_EVERY = 3600
+PROTOCOL_VERSION = "0.2"
+JSON_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-type", b"application/json; charset=utf-8"),
+    (b"access-control-allow-origin", b"*"),
+    (b"cache-control", b"no-store"),
+)
+log = logging.getLogger("uvicorn.error")
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+@dataclass
+class DoorConfig:
+    name: str
+    url: BaseUrl
+    policy: Policy = "quarantine"
+    rate_per_sender: int = 60
+    rate_total: int = 600
+    org: dict[str, Any] | None = None
+    description: str | None = None
+    durable: bool = False
+    slow_seconds: float = 10.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]
+
+
+class Door:
+    """One identity's door: a signing key, a store, rate limits and the cached card."""
+
+    def __init__(self, key: SigningKey, config: DoorConfig, store: DoorStore, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        if config.policy not in POLICIES:
+            raise ValueError(f"unknown policy {config.policy!r}")
+        self.key = key
+        self.did = key.did
+        self.config = config
+        self.store = store
+        self.clock = clock
+        self.rate = RateLimits(config.rate_per_sender, config.rate_total)
+        self.origin = config.url.origin
+        self._card_key: tuple[str, str | None] | None = None
+        self._card_bytes = b""
+        self._card_exp = 0
+        self._env_bytes = b""
+        self._env_ts = 0
+        self._last_prune = 0
+
+    # -- the card ----------------------------------------------------------------------
+    def card(self, now: int) -> dict[str, Any]:
+        grant = self.store.card_grant(now)
+        open_door = self.config.policy == "open"
+        card: dict[str, Any] = {
+            "name": self.config.name,
+            "description": self.config.description
+            or "A muretai door: signed A2A messages (six fields, Ed25519, did:key).",
+            "url": self.config.url.text,
+            "did": self.did,
+            "version": __version__,
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {"streaming": False, "pushNotifications": False},
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [{
+                "id": "dm", "name": "signed-direct-message",
+                "description": "Send a signed message/send; the answer is a signed reply. "
+                               f"Policy: {self.config.policy}.",
+                "tags": ["dm", "signed", "did:key"],
+            }],
+            "agentEntry": {"open_door": open_door},
+            "muretai": {"open_door": open_door, "dmPolicy": self.config.policy,
+                        "methods": list(ladder.METHODS)},
+        }
+        if grant is not None:
+            card["contact"] = grant.doc
+        if self.config.org is not None:
+            card["org"] = self.config.org
+        return card
+
+    def _refresh(self, now: int) -> None:
+        """Rebuild the card when it changed, re-sign it then and at most hourly otherwise."""
+        rev = self.store.card_revision()
+        key = (rev, None)
+        if key != self._card_key or (self._card_exp and now >= self._card_exp):
+            from muretai_cli.seam import canonical_bytes
+
+            card = self.card(now)
+            contact = card.get("contact")
+            self._card_exp = int(contact["exp"]) if contact else 0
+            body = canonical_bytes(card)
+            self._card_key = key
+            if body != self._card_bytes:
+                self._card_bytes = body
+                self._sign(card, now)
+                return
+        if now - self._env_ts >= RESIGN_EVERY:
+            from muretai_cli.seam import parse_document
+
+            self._sign(parse_document(self._card_bytes), now)
+
+    def _sign(self, card: dict[str, Any], now: int) -> None:
+        from muretai_cli.seam import canonical_bytes, sign_card_envelope
+
+        self._env_bytes = canonical_bytes(sign_card_envelope(self.key, card, now))
+        self._env_ts = now
+
+    def card_bytes(self) -> bytes:
+        self._refresh(int(self.clock()))
+        return self._card_bytes
+
+    def envelope_bytes(self) -> bytes:
+        self._refresh(int(self.clock()))
+        return self._env_bytes
+
+    # -- a POST --------------------------------------------------------------------------
+    def handle_post(self, raw: bytes) -> Answer:
+        """One POST body to one HTTP answer. Never raises; -32603 at worst."""
+        rid: Any = None
+        try:
+            doc = ladder.parse_request(raw)
+            rid = ladder.safe_id(doc.get("id"))
+            method, params = ladder.rpc_shape(doc)
+            now = int(self.clock())
+            if method == "message/send":
+                result = self._message(params, now)
+            else:
+                result = self._redeem(params, now)
+            return 200, _dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode(), \
+                JSON_HEADERS
+        except RpcError as err:
+            body = {"jsonrpc": "2.0", "id": rid, "error": err.error_object()}
+            return err.status, _dumps(body).encode(), JSON_HEADERS + err.headers
+        except Exception:
+            log.exception("door: internal error answering a POST")
+            body = {"jsonrpc": "2.0", "id": rid if isinstance(rid, str | int | None) else None,
+                    "error": {"code": -32603, "message": "Internal error"}}
+            return 200, _dumps(body).encode(), JSON_HEADERS
+
+    def _rate(self, sender: str, now: float) -> None:
+        wait = self.rate.check(sender, now)
+        if wait:
+            raise RpcError(-32004, "rate-limited", status=429,
+                           data={"reason": "rate-limited", "retryAfter": wait},
+                           headers=((b"retry-after", str(wait).encode()),))
+
+    def _message(self, params: dict[str, Any], now: int) -> dict[str, Any]:
+        env = ladder.a2a_message(params)
+        ladder.text_size(env["text"])
+        fields = ladder.six(env)
+        ladder.recipient(fields, self.did)
+        ladder.fresh(fields["timestamp"], now)
+        if self.store.seen(fields["messageId"], now):
+            raise RpcError(-32002, "replay")
+        ladder.signature(fields, env["sig"])
+        sender = fields["from"]
+        self._rate(sender, self.clock())
+        fields["sig"] = env["sig"]
+        outcome = self._policy(fields, now)
+        if now - self._last_prune > 60:
+            self._last_prune = now
+            self.store.prune(now)
+        return self._reply(fields, outcome, now)
+
+    def _policy(self, env: dict[str, Any], now: int) -> str:
+        """Decide and commit: returns what was done, or raises the policy's refusal."""
+        sender = env["from"]
+        status = self.store.sender_status(sender)
+        if status == "blocked":
+            raise RpcError(-32010, "blocked")
+        policy = self.config.policy
+        if policy != "open" and status != "allowed":
+            if status == "rejected":
+                raise RpcError(-32010, "rejected")
+            view = self.store.sender_view(sender, now, status)
+            if view.any_connection and not view.valid_connection:
+                raise RpcError(-32011, "grant-no-longer-valid")
+            if policy == "closed" and not view.valid_connection:
+                raise RpcError(-32010, "introduction-required")
+            if policy == "quarantine" and status != "approved":
+                request_id = view.held_request or self.store.hold(env, now)
+                if request_id is None:
+                    raise RpcError(-32002, "replay")
+                raise RpcError(-32014, "awaiting-approval", data=self._gate(request_id))
+        if not self.store.accept(env, now):
+            raise RpcError(-32002, "replay")
+        return "accepted"
+
+    def _gate(self, request_id: str) -> dict[str, Any]:
+        """The WebMCP gate shape: what a person must do, and what the agent should do."""
+        return {
+            "ok": False,
+            "needsHumanConfirmation": True,
+            "origin": self.origin,
+            "requestId": request_id,
+            "message": "A new contact wants to message you. Approve or reject it with "
+                       f"`muretai op --as {self.config.name} requests`.",
+            "agentHint": "Your first message is held for the owner's approval. Do not resend; "
+                         "later messages are refused with this requestId until a decision.",
+        }
+
+    def _reply(self, env: dict[str, Any], outcome: str, now: int) -> dict[str, Any]:
+        from muretai_cli.artifacts.message import signed_message
+
+        message = signed_message(self.key, to=env["from"],
+                                 text=f"{outcome}: your message {env['messageId'][:64]} is in "
+                                      "the inbox.", now=now, context_id=env["contextId"],
+                                 role="agent", reply_to=env["messageId"])
+        message["contextId"] = env["contextId"]
+        return message
+
+    # -- contact/redeem --------------------------------------------------------------------
+    def _redeem(self, params: dict[str, Any], now: int) -> dict[str, Any]:
+        from muretai_cli.artifacts.grant import check_grant, redeem_payload
+        from muretai_cli.seam import verify_signature
+
+        grant = params.get("grant")
+        sender = params.get("from")
+        stamp = params.get("timestamp")
+        if not isinstance(grant, dict) or not isinstance(grant.get("id"), str):
+            raise RpcError(-32602, "grant-not-an-object")
+        if not isinstance(sender, str) or not isinstance(params.get("sig"), str):
+            raise RpcError(-32001, "missing-field")
+        if isinstance(stamp, bool) or not isinstance(stamp, int):
+            raise RpcError(-32001, "malformed-field")
+        ladder.fresh(stamp, now)
+        try:
+            verify_signature(sender, redeem_payload(grant["id"], sender, self.did, stamp),
+                             params["sig"])
+        except MuretaiError as exc:
+            raise ladder.refused(-32001, exc) from None
+        self._rate(sender, self.clock())
+        if self.store.sender_status(sender) == "blocked":
+            raise RpcError(-32010, "blocked")
+        try:
+            checked = check_grant(grant, for_did=self.did, now=now)
+            stored = self.store.grant(checked["id"])
+            if stored is None or stored.doc.get("sig") != checked.get("sig"):
+                raise RpcError(-32011, "unknown-grant")
+            expires = self.store.redeem(checked["id"], sender, now)
+        except MuretaiError as exc:
+            raise ladder.refused(-32011, exc) from None
+        return {"ok": True, "expires": expires, "grantId": checked["id"]}

@@ -1,0 +1,177 @@
+"""The rungs of the ladder, cheapest first; each is a small function that refuses or passes.
+
+Every refusal is an ``RpcError`` carrying a JSON-RPC code, a fixed message and a rule name.
+None of them carries text the caller sent (a verdict, not a diagnosis), so an error can be
+written back to a stranger as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from muretai_cli.artifacts.message import text_of_parts
+from muretai_cli.errors import MuretaiError
+
+MAX_BODY = 1024 * 1024
+MAX_TEXT = 64 * 1024
+WINDOW = 300
+METHODS = ("message/send", "contact/redeem")
+MAX_SAFE = 2**53
+
+MESSAGES = {
+    -32700: "Parse error",
+    -32600: "Invalid Request",
+    -32601: "Method not found",
+    -32602: "Invalid params",
+    -32603: "Internal error",
+    -32001: "Signature verification failed",
+    -32002: "Replay or stale message",
+    -32003: "Message not addressed to me",
+    -32004: "Rate limited",
+    -32005: "Message text too large",
+    -32010: "Introduction required",
+    -32011: "Contact grant refused",
+    -32014: "Awaiting approval",
+}
+
+
+class RpcError(Exception):
+    """A verdict: JSON-RPC ``code``, a rule name (``reason``), an HTTP status and ``data``."""
+
+    def __init__(self, code: int, reason: str, *, status: int = 200,
+                 data: dict[str, Any] | None = None,
+                 headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+        super().__init__(f"{code} {reason}")
+        self.code = code
+        self.reason = reason
+        self.status = status
+        self.data = data
+        self.headers = headers
+
+    def error_object(self) -> dict[str, Any]:
+        data = self.data if self.data is not None else {"reason": self.reason}
+        return {"code": self.code, "message": MESSAGES[self.code], "data": data}
+
+
+def refused(code: int, exc: MuretaiError) -> RpcError:
+    """An ``RpcError`` from a library refusal: its rule name only, never its detail."""
+    return RpcError(code, exc.code)
+
+
+def safe_id(value: object) -> str | int | float | None:
+    """The JSON-RPC id to echo: a string, a number within ±2**53, or null (AE-23)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if -MAX_SAFE <= value <= MAX_SAFE else None
+    if isinstance(value, float):
+        return value if math.isfinite(value) and abs(value) <= MAX_SAFE else None
+    return None
+
+
+# -- rung 2: the parse boundary --------------------------------------------------------
+def parse_request(raw: bytes) -> dict[str, Any]:
+    """Bytes to a JSON object through the seam's parse boundary; HTTP 400 otherwise."""
+    from muretai_cli.seam import parse_document
+
+    try:
+        doc = parse_document(raw)
+    except MuretaiError as exc:
+        raise RpcError(-32700, exc.code, status=400) from None
+    if not isinstance(doc, dict):
+        raise RpcError(-32600, "not-an-object", status=400)
+    return doc
+
+
+# -- rung 3: JSON-RPC shape and method ---------------------------------------------------
+def rpc_shape(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``(method, params)`` of a JSON-RPC 2.0 call to one of our methods."""
+    if doc.get("jsonrpc") != "2.0":
+        raise RpcError(-32600, "not-jsonrpc-2.0")
+    method = doc.get("method")
+    if not isinstance(method, str) or method not in METHODS:
+        raise RpcError(-32601, "unknown-method")
+    params = doc.get("params")
+    if not isinstance(params, dict):
+        raise RpcError(-32602, "params-not-an-object")
+    return method, params
+
+
+# -- rung 4: the A2A message shape -------------------------------------------------------
+def a2a_message(params: dict[str, Any]) -> dict[str, Any]:
+    """The envelope read from ``params.message`` (six fields + ``sig``), shape checked only."""
+    msg = params.get("message")
+    if not isinstance(msg, dict):
+        raise RpcError(-32602, "message-not-an-object")
+    if msg.get("kind") != "message":
+        raise RpcError(-32600, "not-a2a-message")
+    if msg.get("role") != "user":
+        raise RpcError(-32600, "role-not-user")
+    mid = msg.get("messageId")
+    if not isinstance(mid, str) or not mid:
+        raise RpcError(-32600, "bad-message-id")
+    ctx = msg.get("contextId")
+    if ctx is not None and not isinstance(ctx, str):
+        raise RpcError(-32600, "bad-context-id")
+    meta = msg.get("metadata")
+    if meta is None:
+        meta = {}
+    elif not isinstance(meta, dict):
+        raise RpcError(-32600, "metadata-not-an-object")
+    for key in ("from", "to", "sig"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            raise RpcError(-32600, f"bad-{key}")
+    try:
+        text = text_of_parts(msg.get("parts"))
+    except MuretaiError as exc:
+        raise refused(-32600, exc) from None
+    return {"contextId": ctx, "from": meta.get("from"), "messageId": mid, "text": text,
+            "timestamp": meta.get("timestamp"), "to": meta.get("to"), "sig": meta.get("sig")}
+
+
+# -- rung 5: text size, before any cryptography ------------------------------------------
+def text_size(text: str) -> None:
+    if len(text) > MAX_TEXT // 4 and len(text.encode("utf-8")) > MAX_TEXT:
+        raise RpcError(-32005, "text-too-large")
+
+
+# -- rung 6: the six fields present and typed ----------------------------------------------
+def six(env: dict[str, Any]) -> dict[str, Any]:
+    from muretai_cli.seam import six_fields
+
+    if env.get("sig") is None:
+        raise RpcError(-32001, "missing-sig")
+    try:
+        return six_fields(env)
+    except MuretaiError as exc:
+        raise refused(-32001, exc) from None
+
+
+# -- rung 7: recipient -------------------------------------------------------------------
+def recipient(fields: dict[str, Any], door_did: str) -> None:
+    if fields["to"] != door_did:
+        raise RpcError(-32003, "wrong-recipient")
+
+
+# -- rung 8: freshness -------------------------------------------------------------------
+def fresh(timestamp: int, now: int) -> None:
+    from muretai_cli.seam import check_fresh
+
+    try:
+        check_fresh(timestamp, now, WINDOW)
+    except MuretaiError as exc:
+        raise refused(-32002, exc) from None
+
+
+# -- rung 9 is the replay lookup (the store); rung 10: the signature --------------------
+def signature(fields: dict[str, Any], sig: object) -> None:
+    from muretai_cli.seam import canonical_bytes, verify_signature
+
+    try:
+        verify_signature(fields["from"], canonical_bytes(fields), sig)
+    except MuretaiError as exc:
+        raise refused(-32001, exc) from None
