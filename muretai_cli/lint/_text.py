@@ -1,0 +1,86 @@
+"""Text scans for what must not travel in relayed fields: secrets and agent instructions.
+
+Each pattern is precompiled once and names what it looks for, so a finding can say which
+piece of text tripped it. The scans run only on ``message``, ``agentHint`` and ``question``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+# One pass per string: the alternation fails fast on ordinary prose.
+_SECRET = re.compile(
+    r"(?P<pem>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----)"
+    r"|(?P<jwt>\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)"
+    r"|(?P<bearer>\b(?i:bearer)[ \t]+[A-Za-z0-9._~+/-]{16,}=*)"
+    r"|(?P<api>\b(?:sk|rk)[-_](?:[A-Za-z0-9]+[-_])*[A-Za-z0-9]{16,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}"
+    r"|\bxox[abpr]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_-]{35})"
+    r"|(?P<hex>(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{64}(?![0-9A-Za-z]))"
+)
+# A 64-hex value is a seed when the words just before it say so.
+_SEED_LABEL = re.compile(r"(?i)(?:seed|secret|private|priv\b|signing[ _-]?key)[^0-9a-zA-Z]{0,12}"
+                         r"(?:[a-z]+[^0-9a-zA-Z]{1,3}){0,2}\Z")
+_SECRET_RULE = {"pem": "secret-private-key", "jwt": "secret-jwt", "bearer": "secret-bearer",
+                "api": "secret-api-key"}
+
+_AGENT = r"(?:ai|a\.i\.|(?:ai\s+)?assistant|ai\s+agent|llm|language\s+model|chatbot|copilot)"
+_INSTRUCTION = re.compile(
+    r"(?i)"
+    r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*"
+    r"(?:previous|prior|above|earlier|preceding|system|original)\s+"
+    r"(?:instructions?|messages?|prompts?|rules|guidelines|context)\b"
+    r"|\b(?:as\s+an?|dear|attention,?|note\s+to\s+(?:the\s+)?|hey,?)\s+" + _AGENT + r"\b"
+    r"|^\s*(?:ai|assistant|agent|llm|model|claude|gpt|chatgpt|system)\s*[:,]"
+    r"|\byou\s+are\s+(?:an?\s+|the\s+)?(?:ai|assistant|agent|language\s+model|llm)\b"
+    r"|\b(?:call|invoke|execute|trigger)\s+(?:the\s+|this\s+|that\s+)?"
+    r"[`'\"]?[\w.-]*[`'\"]?\s*(?:tool|function)\b"
+    r"|\b(?:call|invoke)\s+`?[a-z][a-z0-9]*_[a-z0-9_]+`?"
+    r"|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|show|reveal\s+"
+    r"(?:this\s+)?to|let)\s+(?:the\s+|your\s+)?(?:user|human|person)\b"
+    r"|\bwithout\s+(?:telling|informing|asking)\s+(?:the\s+|your\s+)?(?:user|human|person)\b"
+    r"|\b(?:system\s+prompt|developer\s+message|new\s+instructions)\b"
+    r"|<\s*/?\s*(?:system|instructions?)\s*>|\[/?(?:system|INST)\]"
+)
+_SNIPPET = 60
+
+
+def _snippet(text: str, start: int, end: int) -> str:
+    piece = text[start:end]
+    return piece if len(piece) <= _SNIPPET else piece[:_SNIPPET] + "…"
+
+
+def _redacted(piece: str) -> str:
+    """Enough of a secret to find it again, never the whole of it."""
+    return piece[:10] + "…" if len(piece) > 12 else piece[:4] + "…"
+
+
+def scan_secrets(text: str) -> Iterator[tuple[str, str]]:
+    """``(rule, what)`` for each secret-like piece of ``text`` (redacted in ``what``)."""
+    for match in _SECRET.finditer(text):
+        kind = match.lastgroup or "hex"
+        piece = match.group()
+        if kind == "hex":
+            label = _SEED_LABEL.search(text, max(0, match.start() - 40), match.start())
+            if label:
+                yield ("secret-seed",
+                       f"64 hex digits after {label.group().strip()!r}: {_redacted(piece)}")
+            else:
+                yield "hex-64", f"64 hex digits ({_redacted(piece)}); if a seed, remove it"
+        else:
+            yield _SECRET_RULE[kind], _redacted(piece)
+
+
+def find_instruction(text: str) -> str | None:
+    """The first phrase in ``text`` that addresses an agent or instructs one, if any."""
+    match = _INSTRUCTION.search(text)
+    return None if match is None else _snippet(text, match.start(), match.end())
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalised(text: str) -> str:
+    """Case and runs of whitespace ignored: how a reader would compare two sentences."""
+    return _SPACES.sub(" ", text).strip().casefold()
