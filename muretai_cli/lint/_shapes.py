@@ -105,7 +105,8 @@ def lint_bytes(raw: bytes, index: int = 0, line: int | None = None) -> ResultRep
     try:
         doc = parse_document(raw)
     except InputError as exc:
-        report.findings.append(Finding("invalid-json", "$", f"{exc.code}: {exc.detail}"))
+        detail = exc.detail if exc.code == "invalid-json" else f"{exc.code}: {exc.detail}"
+        report.findings.append(Finding("invalid-json", "$", detail))
         return report
     if isinstance(doc, dict):
         _lint_result(doc, raw, report)
