@@ -117,7 +117,7 @@ def level_report(manifest: Manifest, *, gate_seen: bool, view: View = "visitor")
         if level == 3:
             needs: tuple[str, ...] = () if gate_seen else (GATE_NEED,)
         else:
-            needs = tuple(f"a {t} tool" for t in _TOOLS_FOR[level] if t not in present)
+            needs = tuple(f"the {t} tool" for t in _TOOLS_FOR[level] if t not in present)
         statuses.append(LevelStatus(level, not needs, needs))
     reached = 0
     for status in statuses:
