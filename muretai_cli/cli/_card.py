@@ -1,7 +1,88 @@
-"""Stub: filled in by its issue's work."""
+"""``muretai card fetch|pins|forget``: fetch and judge Agent Cards; the pins they record."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from muretai_cli.cli._out import JsonOpt, emit_json, handles_errors, note, say
+from muretai_cli.cli._visitout import (
+    DEFAULT_MAX_BYTES,
+    MaxBytesOpt,
+    NowOpt,
+    TimeoutOpt,
+    make_client,
+    now_or_clock,
+    print_card,
+    progress,
+)
+
 app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("fetch")
+@handles_errors
+def fetch(
+    url: Annotated[str, typer.Argument(help="Base URL (https://host[/path]) or full card URL.")],
+    did: Annotated[str | None, typer.Option("--did", help="Refuse a card naming another DID.",
+                                            show_default=False)] = None,
+    require_signed: Annotated[bool, typer.Option(
+        "--require-signed", help="Refuse a card without a signed envelope.")] = False,
+    timeout: TimeoutOpt = "30",
+    max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
+    now: NowOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """GET a card and its signed envelope, judge them, and pin the card's DID (first time)."""
+    from muretai_cli.home import PinStore, TrustList
+    from muretai_cli.visit.card import fetch_card
+
+    with make_client(timeout, max_bytes) as client, progress(f"fetching {url}"):
+        check = fetch_card(url, client=client, now=now_or_clock(now), expected_did=did,
+                           require_signed=require_signed, pins=PinStore(), trust=TrustList())
+    if json_out:
+        emit_json(check.to_json())
+    else:
+        print_card(check)
+    if not check.ok:
+        raise typer.Exit(1)
+
+
+@app.command("pins")
+@handles_errors
+def pins(json_out: JsonOpt = False) -> None:
+    """List pinned cards: each base URL with the DID first seen there."""
+    from muretai_cli.home import PinStore
+
+    store = PinStore()
+    rows = store.all()
+    if json_out:
+        emit_json({"ok": True, "pins": [p.to_json() for p in rows]})
+        return
+    for pin in rows:
+        say(f"{pin.base}\t{pin.did}")
+    if not rows:
+        note(f"no pins in {store.path}")
+
+
+@app.command("forget")
+@handles_errors
+def forget(
+    origin: Annotated[str, typer.Argument(help="The pinned base URL (or its card URL).")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Forget a pin, accepting whatever DID that base URL's card names next."""
+    from muretai_cli.errors import Refused
+    from muretai_cli.home import PinStore
+    from muretai_cli.urls import base_from_any
+
+    base = base_from_any(origin, require_https=False)
+    pin = PinStore().forget(base.text)
+    if pin is None:
+        raise Refused("no-pin", f"nothing is pinned for {base.text}",
+                      hint="list pins with `muretai card pins`")
+    if json_out:
+        emit_json({"ok": True, "forgotten": pin.to_json()})
+    else:
+        say(f"forgot {pin.base} ({pin.did})")

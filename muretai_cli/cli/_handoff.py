@@ -1,7 +1,143 @@
-"""Stub: filled in by its issue's work."""
+"""``muretai handoff check``: judge a WebMCP tool result's handoff entries."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
 
+from muretai_cli.cli._out import (
+    JsonOpt,
+    emit_json,
+    error_result,
+    handles_errors,
+    iter_documents,
+    note,
+    read_input,
+    say,
+)
+from muretai_cli.cli._visitout import (
+    DEFAULT_MAX_BYTES,
+    MaxBytesOpt,
+    NowOpt,
+    TimeoutOpt,
+    handoff_lines,
+    make_client,
+    now_or_clock,
+    progress,
+)
+
+if TYPE_CHECKING:
+    from muretai_cli.net import SafeClient
+    from muretai_cli.urls import BaseUrl
+    from muretai_cli.visit.handoff import CardSource, HandoffReport
+
 app = typer.Typer(no_args_is_help=True)
+
+OriginOpt = Annotated[str, typer.Option("--origin", help="The site the result came from "
+                                        "(base URL as dialled).")]
+PersonOpt = Annotated[bool, typer.Option("--person", help="A person is present: ui entries may "
+                                         "be opened by them.")]
+OfflineOpt = Annotated[bool, typer.Option("--offline", help="No network: judge against --card.")]
+CardOpt = Annotated[str | None, typer.Option("--card", help="The origin's card: a signed "
+                                             "envelope or a plain card (plain = unsigned).",
+                                             show_default=False)]
+RequireSignedOpt = Annotated[bool, typer.Option(
+    "--require-signed", help="An unsigned card vouches for nothing.")]
+
+
+def offline_cards(origin: BaseUrl, card: str | None, now: int, require_signed: bool
+                  ) -> CardSource:
+    from muretai_cli.home import PinStore, TrustList
+    from muretai_cli.visit.card import card_from_body
+    from muretai_cli.visit.handoff import OfflineCards
+
+    doc = card_from_body(read_input(card), card) if card is not None else None
+    return OfflineCards(origin, doc, now=now, pins=PinStore(), trust=TrustList(),
+                        require_signed=require_signed)
+
+
+def online_cards(origin: BaseUrl, client: SafeClient, now: int, require_signed: bool
+                 ) -> CardSource:
+    from muretai_cli.home import PinStore, TrustList
+    from muretai_cli.visit.handoff import OnlineCards
+
+    return OnlineCards(origin, client, now=now, pins=PinStore(), trust=TrustList(),
+                       require_signed=require_signed)
+
+
+def report_item(label: str, report: HandoffReport) -> dict[str, Any]:
+    reasons = [] if report.exit_code == 0 else [{
+        "code": "no-followable-entry" if report.card_error is None else report.card_error.code,
+        "detail": "no dm entry may be followed" if report.card_error is None
+        else report.card_error.detail, "severity": "error"}]
+    doc = report.to_json()
+    doc.pop("ok")
+    return {"input": label, "ok": report.exit_code == 0, "reasons": reasons, **doc,
+            "_exit": report.exit_code}
+
+
+@app.command("check")
+@handles_errors
+def check(
+    files: Annotated[list[str], typer.Argument(help="Tool results (JSON), or - for JSON Lines "
+                                               "on stdin.")],
+    origin: OriginOpt,
+    person: PersonOpt = False,
+    offline: OfflineOpt = False,
+    card: CardOpt = None,
+    require_signed: RequireSignedOpt = False,
+    timeout: TimeoutOpt = "30",
+    max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
+    now: NowOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check each entry of a result's handoff; exit 0 when a dm entry may be followed.
+
+    Only _meta.handoff, handoff and the legacy muretai key are read. On an ordinary origin
+    the origin's card is fetched (or taken from --card) and must name each entry's `to`.
+    """
+    from muretai_cli.errors import MuretaiError
+    from muretai_cli.urls import base_from_any
+    from muretai_cli.visit.handoff import check_handoff_bytes
+
+    base = base_from_any(origin)
+    clock = now_or_clock(now)
+    client: SafeClient | None = None
+    if offline or card is not None:
+        cards = offline_cards(base, card, clock, require_signed)
+    else:
+        client = make_client(timeout, max_bytes)
+        cards = online_cards(base, client, clock, require_signed)
+    results: list[dict[str, Any]] = []
+    texts: list[list[str]] = []
+    try:
+        for label, raw in iter_documents(files):
+            if isinstance(raw, MuretaiError):
+                results.append(error_result(label, raw))
+                texts.append([f"ERROR   {label}  {raw.code}: {raw.detail}"])
+                continue
+            try:
+                with progress(f"checking {label}"):
+                    report = check_handoff_bytes(raw, cards, person=person, now=clock)
+            except MuretaiError as exc:
+                results.append(error_result(label, exc))
+                texts.append([f"ERROR   {label}  {exc.code}: {exc.detail}"])
+                continue
+            results.append(report_item(label, report))
+            texts.append(handoff_lines(label, report))
+    finally:
+        if client is not None:
+            client.close()
+    exit_code = max((int(r.pop("_exit", 0)) for r in results), default=0)
+    if json_out:
+        emit_json({"ok": exit_code == 0, "results": results})
+    else:
+        from muretai_cli.cli._out import safe
+
+        for lines in texts:
+            for line in lines:
+                say(safe(line, limit=None) if line.startswith("ERROR") else line)
+        if exit_code:
+            note(f"no followable dm entry (exit {exit_code})")
+    raise typer.Exit(exit_code)

@@ -1,8 +1,263 @@
-"""``op --as ME contact ...`` and ``op --as ME handoff ...``: stub for the visiting side."""
+"""``op --as ME contact dm|list`` and ``op --as ME handoff follow``: signed DMs, as you."""
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+
+from muretai_cli.cli._out import (
+    JsonOpt,
+    emit_json,
+    handles_errors,
+    note,
+    read_input,
+    safe,
+    say,
+)
+from muretai_cli.cli._visitout import (
+    DEFAULT_MAX_BYTES,
+    MaxBytesOpt,
+    TimeoutOpt,
+    dm_lines,
+    handoff_lines,
+    make_client,
+    peer_refusal_lines,
+    progress,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from muretai_cli.visit.dm import DmReport
 
 contact_app = typer.Typer(no_args_is_help=True, help="Contacts and signed DMs.")
 handoff_app = typer.Typer(no_args_is_help=True, help="Follow a handoff (with confirmation).")
+
+MAX_MESSAGE_BYTES = 64 * 1024
+
+
+def _text_of(raw: bytes, source: str) -> str:
+    from muretai_cli.errors import InputError
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not-utf8", f"{source}: the message is not UTF-8") from None
+    if text.endswith("\n"):  # one trailing newline from echo or an editor is not the message
+        text = text[:-2] if text.endswith("\r\n") else text[:-1]
+    return text
+
+
+def message_text(message: str | None, message_file: str | None) -> str:
+    """MESSAGE, ``-`` (stdin) or ``--message-file F``: exactly one of them."""
+    from muretai_cli.errors import InputError
+
+    if (message is None) == (message_file is None):
+        raise InputError("usage", "give the message as MESSAGE, - (stdin) or --message-file F "
+                                  "(exactly one)")
+    if message_file is not None:
+        return _text_of(read_input(message_file, limit=MAX_MESSAGE_BYTES), message_file)
+    assert message is not None
+    if message == "-":
+        return _text_of(read_input("-", limit=MAX_MESSAGE_BYTES), "stdin")
+    return message
+
+
+def connect_value(connect: str | None) -> str | Mapping[str, Any] | None:
+    """``--connect``: a card URL (http/https) or a grant file."""
+    if connect is None:
+        return None
+    if connect.lower().startswith(("https://", "http://")):
+        return connect
+    from muretai_cli.errors import InputError
+    from muretai_cli.seam import parse_document
+
+    doc = parse_document(read_input(connect, limit=64 * 1024))
+    if not isinstance(doc, dict):
+        raise InputError("bad-grant", f"{connect}: a grant file holds one JSON object")
+    return doc
+
+
+def _render_dm(report: DmReport, json_out: bool) -> None:
+    if json_out:
+        emit_json(report.to_json())
+    else:
+        redeem = {"redeemed": "grant redeemed", "open-door": "open door (no redeem)",
+                  "not-needed": "connected"}[report.redeemed]
+        note(f"sent {report.sent_id} to {report.to} at {safe(report.endpoint)} ({redeem})")
+        if report.card is not None:
+            for r in report.card.verdict.warnings:
+                note(f"warning: card: {r.code}: {safe(r.detail)}")
+        for line in dm_lines(report):
+            say(line)
+        for r in report.reply.verdict.warnings:
+            note(f"warning: reply: {r.code}: {safe(r.detail)}")
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
+
+
+def _with_refusal_details(json_out: bool, run: Callable[[], None]) -> None:
+    """Show a door's refusal (JSON-RPC error, Retry-After, gate text) before it is rendered."""
+    from muretai_cli.errors import PeerRefused
+
+    try:
+        run()
+    except PeerRefused as exc:
+        if not json_out:
+            for line in peer_refusal_lines(exc.data):
+                note(line)
+        raise
+
+
+@contact_app.command("dm")
+@handles_errors
+def dm(
+    ctx: typer.Context,
+    did: Annotated[str, typer.Argument(help="The door's DID.")],
+    message: Annotated[str | None, typer.Argument(help="The text, or - to read stdin.",
+                                                  show_default=False)] = None,
+    message_file: Annotated[str | None, typer.Option(
+        "--message-file", help="Read the text from a file.", show_default=False)] = None,
+    connect: Annotated[str | None, typer.Option(
+        "--connect", help="A card URL, or a contact grant file.", show_default=False)] = None,
+    card_url: Annotated[str | None, typer.Option(
+        "--card-url", help="Where the door is, when --connect is a grant.",
+        show_default=False)] = None,
+    timeout: TimeoutOpt = "30",
+    max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
+    json_out: JsonOpt = False,
+) -> None:
+    """Send one signed DM (connecting first if needed) and verify the door's reply."""
+    import time
+
+    from muretai_cli.cli._op import op_identity
+    from muretai_cli.home import ConnectionStore, PinStore, TrustList
+    from muretai_cli.visit.dm import contact_and_dm
+
+    text = message_text(message, message_file)
+    grant_or_url = connect_value(connect)
+    ident = op_identity(ctx)
+    key = ident.signing_key()
+
+    def run() -> None:
+        with make_client(timeout, max_bytes) as client, progress(f"sending to {did}"):
+            report = contact_and_dm(key, did, text, client=client, now=int(time.time()),
+                                    connections=ConnectionStore(key.did), connect=grant_or_url,
+                                    card_url=card_url, pins=PinStore(), trust=TrustList())
+        _render_dm(report, json_out)
+
+    _with_refusal_details(json_out, run)
+
+
+@contact_app.command("list")
+@handles_errors
+def list_(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Doors this identity has written to and heard back from (verified)."""
+    from muretai_cli.cli._op import op_identity
+    from muretai_cli.home import ConnectionStore
+
+    ident = op_identity(ctx)
+    store = ConnectionStore(ident.did)
+    rows = store.all()
+    if json_out:
+        emit_json({"ok": True, "as": ident.name, "did": ident.did,
+                   "connections": [c.to_json() for c in rows]})
+        return
+    for c in rows:
+        say(f"{c.did}\t{safe(c.endpoint)}")
+    if not rows:
+        note(f"{ident.name} has no connections yet")
+
+
+@handoff_app.command("follow")
+@handles_errors
+def follow(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(help="The tool result (JSON), or - for stdin.")],
+    origin: Annotated[str, typer.Option("--origin", help="The site the result came from.")],
+    send: Annotated[bool, typer.Option("--send", help="Send the suggested message as "
+                                       "shown.")] = False,
+    message: Annotated[str | None, typer.Option("--message", help="Send this text instead.",
+                                                show_default=False)] = None,
+    timeout: TimeoutOpt = "30",
+    max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check a handoff, then send only what you confirm to the first followable dm entry."""
+    import time
+
+    from muretai_cli.cli._handoff import online_cards
+    from muretai_cli.cli._op import op_identity
+    from muretai_cli.errors import InputError
+    from muretai_cli.home import ConnectionStore
+    from muretai_cli.urls import base_from_any
+    from muretai_cli.visit.dm import deliver, target_for_entry
+    from muretai_cli.visit.handoff import check_handoff_bytes
+
+    if send and message is not None:
+        raise InputError("usage", "give --send or --message, not both")
+    raw = read_input(file)
+    base = base_from_any(origin)
+    ident = op_identity(ctx)
+    now = int(time.time())
+
+    def run() -> None:
+        with make_client(timeout, max_bytes) as client:
+            cards = online_cards(base, client, now, False)
+            with progress(f"checking the handoff against {base.text}"):
+                report = check_handoff_bytes(raw, cards, person=False, now=now)
+            if not report.followable:
+                if json_out:
+                    emit_json({**report.to_json(), "sent": False})
+                else:
+                    for line in handoff_lines(file, report):
+                        say(line)
+                raise typer.Exit(report.exit_code)
+            item = report.followable[0]
+            suggestion = item.entry.message
+            shown = safe(suggestion, multiline=True, limit=None) if suggestion else None
+            text = _choose_text(send, message, shown, item.entry.to or "", json_out)
+            if text is None:
+                if json_out:
+                    emit_json({**report.to_json(), "ok": True, "sent": False,
+                               "why": "not confirmed"})
+                raise typer.Exit(0)
+            target = target_for_entry(item, cards)
+            with progress(f"sending to {target.door_did}"):
+                sent = deliver(ident.signing_key(), target, text, client=client, now=now,
+                               connections=ConnectionStore(ident.did))
+        _render_dm(sent, json_out)
+
+    _with_refusal_details(json_out, run)
+
+
+def _choose_text(send: bool, message: str | None, shown: str | None, to: str,
+                 json_out: bool) -> str | None:
+    """What to send: --message, --send (the suggestion as shown), or a person's yes."""
+    from muretai_cli.errors import InputError
+
+    if message is not None:
+        if not message:
+            raise InputError("empty-message", "--message is empty")
+        return message
+    if shown is not None:
+        note(f"suggested message for {to} (untrusted text from the site):")
+        for line in shown.splitlines() or [""]:
+            note(f"  | {line}")
+    if send:
+        if not shown:
+            raise InputError("no-suggestion", "the handoff suggests no message; use --message")
+        return shown
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        note("nothing sent: no terminal to confirm on (use --send or --message TEXT)")
+        return None
+    if shown and typer.confirm("Send the suggested message exactly as shown?", err=True):
+        return shown
+    typed: str = typer.prompt("Your own message (empty sends nothing)", default="",
+                              show_default=False, err=True)
+    if not typed.strip():
+        note("nothing sent")
+        return None
+    return typed

@@ -1,7 +1,109 @@
-"""Stub: filled in by its issue's work."""
+"""``muretai org``: attest memberships, and the local trust list of org DIDs."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, note, safe, say
+
 app = typer.Typer(no_args_is_help=True)
+
+
+def _org_did(did: str) -> str:
+    from muretai_cli.errors import InputError, MuretaiError
+    from muretai_cli.seam import public_from_did
+
+    try:
+        public_from_did(did)
+    except MuretaiError as exc:
+        raise InputError("bad-did", f"{did[:120]!r} is not a did:key: {exc.detail}") from None
+    return did
+
+
+@app.command("trust")
+@handles_errors
+def trust(
+    did: Annotated[str, typer.Argument(help="The org's DID.")],
+    name: Annotated[str, typer.Option("--name", help="The name you know this org by.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Trust an org DID: its memberships then show your name for it, not the claimed one."""
+    import time
+
+    from muretai_cli.home import TrustList
+
+    entry = TrustList().add(_org_did(did), name, int(time.time()))
+    if json_out:
+        emit_json({"ok": True, "trusted": entry.to_json()})
+    else:
+        say(f"trusted {entry.did} as {safe(entry.name)}")
+
+
+@app.command("list")
+@handles_errors
+def list_(json_out: JsonOpt = False) -> None:
+    """List trusted org DIDs."""
+    from muretai_cli.home import TrustList
+
+    store = TrustList()
+    rows = store.all()
+    if json_out:
+        emit_json({"ok": True, "orgs": [r.to_json() for r in rows]})
+        return
+    for row in rows:
+        say(f"{row.did}\t{safe(row.name)}")
+    if not rows:
+        note(f"no trusted orgs in {store.path}")
+
+
+@app.command("untrust")
+@handles_errors
+def untrust(
+    did: Annotated[str, typer.Argument(help="The org DID to remove.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Remove an org DID from the trust list."""
+    from muretai_cli.errors import Refused
+    from muretai_cli.home import TrustList
+
+    entry = TrustList().remove(did)
+    if entry is None:
+        raise Refused("not-trusted", f"{did[:120]} is not in the trust list")
+    if json_out:
+        emit_json({"ok": True, "removed": entry.to_json()})
+    else:
+        say(f"untrusted {entry.did} ({safe(entry.name)})")
+
+
+@app.command("attest")
+@handles_errors
+def attest(
+    as_: Annotated[str, typer.Option("--as", help="The org identity that signs.")],
+    member: Annotated[str, typer.Option("--member", help="The member agent's DID.")],
+    name: Annotated[str, typer.Option("--name", help="The org's name, as it will be claimed.")],
+    role: Annotated[str | None, typer.Option("--role", help="The member's role.",
+                                             show_default=False)] = None,
+    expires: Annotated[str | None, typer.Option(
+        "--expires", help="Valid for this long (s/m/h/d/w, e.g. 30d); default: no expiry.",
+        show_default=False)] = None,
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Sign an org membership for a member DID; prints the membership JSON on stdout."""
+    import json
+    import time
+
+    from muretai_cli.artifacts.org import attest_member
+    from muretai_cli.durations import parse_duration
+    from muretai_cli.home import KeyStore, keys_dir
+
+    ttl = parse_duration(expires, name="--expires") if expires is not None else None
+    key = KeyStore(keys_dir(keys)).load(as_).signing_key()
+    doc = attest_member(key, member_did=_org_did(member), org_name=name, now=int(time.time()),
+                        role=role, ttl=ttl)
+    if json_out:
+        emit_json({"ok": True, "membership": doc})
+    else:
+        say(json.dumps(doc, indent=2, ensure_ascii=False))

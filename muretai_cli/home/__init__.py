@@ -7,6 +7,7 @@ Layout::
       ...                     pins, connections, trust list, door databases (other modules)
 """
 
+from muretai_cli.home._connections import Connection, ConnectionStore
 from muretai_cli.home._files import (
     atomic_write,
     ensure_private_dir,
@@ -15,10 +16,18 @@ from muretai_cli.home._files import (
     write_json_file,
 )
 from muretai_cli.home._keys import Identity, KeyStore, keys_dir, valid_name
+from muretai_cli.home._pins import Pin, PinStore
+from muretai_cli.home._trust import TrustedOrg, TrustList
 
 __all__ = [
+    "Connection",
+    "ConnectionStore",
     "Identity",
     "KeyStore",
+    "Pin",
+    "PinStore",
+    "TrustList",
+    "TrustedOrg",
     "atomic_write",
     "ensure_private_dir",
     "home_dir",

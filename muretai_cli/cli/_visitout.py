@@ -1,0 +1,189 @@
+"""Shared options and rendering for the visiting side's commands (card, handoff, contact)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from muretai_cli.cli._out import note, safe, say
+
+if TYPE_CHECKING:
+    from muretai_cli.net import SafeClient
+    from muretai_cli.visit.card import CardCheck
+    from muretai_cli.visit.dm import DmReport
+    from muretai_cli.visit.handoff import HandoffReport
+
+TimeoutOpt = Annotated[str, typer.Option(
+    "--timeout", help="Deadline shared by every request of this command: seconds, or 30s/2m.")]
+MaxBytesOpt = Annotated[int, typer.Option(
+    "--max-bytes", min=1, help="Abandon any response larger than this many bytes.")]
+NowOpt = Annotated[int | None, typer.Option(
+    "--now", help="Judge at this epoch second instead of the clock (for tests and CI).",
+    show_default=False)]
+DEFAULT_MAX_BYTES = 1024 * 1024
+
+
+def now_or_clock(now: int | None) -> int:
+    return int(time.time()) if now is None else now
+
+
+def make_client(timeout: str, max_bytes: int) -> SafeClient:
+    """The one HTTP client of a command (imports httpx only now)."""
+    from muretai_cli.durations import parse_seconds
+    from muretai_cli.net import SafeClient
+
+    return SafeClient(timeout=parse_seconds(timeout), max_bytes=max_bytes)
+
+
+@contextmanager
+def progress(text: str) -> Iterator[None]:
+    """A spinner on stderr while the network works, only on a terminal (NO_COLOR honoured)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
+    with console.status(safe(text)):
+        yield
+
+
+def _when(epoch: object) -> str:
+    if not isinstance(epoch, int) or isinstance(epoch, bool):
+        return "?"
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(epoch))
+
+
+def card_lines(check: CardCheck, *, indent: str = "") -> list[str]:
+    """A card check for people. Every string that came from the card goes through safe()."""
+    card = check.card or {}
+    status = "ok" if check.ok else "REFUSED"
+    lines = [f"{indent}{status:8}{check.base.text}  {safe(check.did or '-')}"]
+    if isinstance(card.get("name"), str):
+        lines.append(f"{indent}  name        {safe(card['name'], limit=200)}")
+    if check.endpoint:
+        lines.append(f"{indent}  url         {safe(check.endpoint, limit=300)}")
+    sig: str = check.signature
+    if check.envelope_ts is not None:
+        sig += f" (signed {_when(check.envelope_ts)})"
+    lines.append(f"{indent}  signature   {sig}")
+    lines.append(f"{indent}  pin         {check.pin}")
+    if check.contact is not None:
+        lines.append(f"{indent}  contact     {verdict_line(check.contact.to_json())}")
+    if check.org is not None:
+        lines.append(f"{indent}  org         {verdict_line(check.org.to_json())}")
+    for reason in check.verdict.errors:
+        lines.append(f"{indent}  refused     {reason.code}: {safe(reason.detail, limit=500)}")
+    return lines
+
+
+def verdict_line(doc: dict[str, Any]) -> str:
+    facts = doc.get("facts") or {}
+    errors = [r for r in doc.get("reasons", []) if r["severity"] == "error"]
+    if errors:
+        return "refused: " + "; ".join(f"{r['code']}: {safe(r['detail'], limit=300)}"
+                                       for r in errors)
+    if doc.get("subject") == "contact":
+        text = f"grant {safe(facts.get('id'))}, {facts.get('uses')} use(s), expires " \
+               f"{_when(facts.get('exp'))}"
+        if facts.get("purpose"):
+            text += f", purpose {safe(facts['purpose'], limit=200)!r}"
+        return text
+    if doc.get("subject") == "org":
+        if facts.get("trusted"):
+            text = f"{safe(facts.get('trustedName'), limit=200)} (trusted; " \
+                   f"{safe(facts.get('orgDid'))})"
+        else:
+            text = f"{safe(facts.get('claimedName'), limit=200)!r} (as claimed, not in your " \
+                   f"trust list; {safe(facts.get('orgDid'))})"
+        if facts.get("role"):
+            text += f", role {safe(facts['role'], limit=100)}"
+        return text
+    return "ok"
+
+
+def warn_reasons(label: str, reasons: list[dict[str, Any]]) -> None:
+    for r in reasons:
+        if r["severity"] == "warning":
+            note(f"warning: {safe(label)}: {r['code']}: {safe(r['detail'], limit=500)}")
+
+
+def print_card(check: CardCheck) -> None:
+    for line in card_lines(check):
+        say(line)
+    warn_reasons(check.base.text, [r.to_json() for r in check.verdict.reasons])
+
+
+def handoff_lines(label: str, report: HandoffReport) -> list[str]:
+    head = "FOLLOW" if report.exit_code == 0 else "REFUSE"
+    lines = [f"{head}  {safe(label)}  origin {report.origin.text}"]
+    if not report.handoff.present:
+        lines.append("  no handoff: the result carries no valid entry")
+    for item in report.entries:
+        entry = item.entry
+        target = entry.to or entry.url or entry.server or entry.endpoint or entry.card or ""
+        mark = "ok" if item.verdict.ok else "refused"
+        extra = "  (needs a person)" if item.needs_person else ""
+        lines.append(f"  [{entry.source}#{entry.index}] {entry.kind:3} {safe(target, limit=200)}"
+                     f"  {mark}{extra}")
+        for r in item.verdict.reasons:
+            lines.append(f"      {r.severity}: {r.code}: {safe(r.detail, limit=500)}")
+    for dropped in report.handoff.dropped:
+        lines.append(f"  dropped [{dropped.source}#{dropped.index}]: "
+                     f"{safe(dropped.reason, limit=200)}")
+    if report.card is not None and report.card.org is not None:
+        lines.append(f"  org: {verdict_line(report.card.org.to_json())}")
+    if report.card_error is not None:
+        lines.append(f"  card: {report.card_error.code}: {safe(report.card_error.detail)}")
+    if report.ignored:
+        lines.append(f"  ignored (identity comes only from your key): "
+                     f"{safe(', '.join(report.ignored), limit=300)}")
+    suggestion = report.suggested_message
+    if suggestion is not None:
+        lines.append("  suggested message (untrusted text from the site):")
+        lines.extend("    | " + line
+                     for line in safe(suggestion, multiline=True, limit=4000).splitlines())
+    return lines
+
+
+def dm_lines(report: DmReport) -> list[str]:
+    """The reply on stdout (safe), only as the door's when verified."""
+    reply = report.reply
+    if reply.verdict.ok:
+        head = f"reply from {report.to} (verified)"
+        if reply.state:
+            head += f", task {safe(reply.state, limit=40)}"
+        lines = [head]
+        lines.extend("  " + line for line in safe(reply.text or "", multiline=True,
+                                                  limit=20000).splitlines())
+        return lines
+    lines = [f"UNVERIFIED reply ({reply.kind}) at {safe(report.endpoint)}"]
+    for r in reply.verdict.errors:
+        lines.append(f"  {r.code}: {safe(r.detail, limit=500)}")
+    if reply.text:
+        lines.append("  text (untrusted, not verified as the door's):")
+        lines.extend("    | " + line for line in safe(reply.text, multiline=True,
+                                                        limit=4000).splitlines())
+    return lines
+
+
+def peer_refusal_lines(data: dict[str, Any]) -> list[str]:
+    """A door's refusal details for stderr: JSON-RPC code, Retry-After, gate text (untrusted)."""
+    lines: list[str] = []
+    rpc = data.get("rpcError")
+    if isinstance(rpc, dict):
+        lines.append(f"  door error {safe(rpc.get('code'))}: {safe(rpc.get('message'), limit=300)}")
+        gate = rpc.get("data")
+        if isinstance(gate, dict):
+            for key in ("message", "agentHint", "requestId"):
+                if key in gate:
+                    lines.append(f"  {key} (untrusted): {safe(gate[key], limit=500)}")
+    if "retryAfter" in data:
+        lines.append(f"  retry after: {data['retryAfter']} s (nothing was retried)")
+    return lines

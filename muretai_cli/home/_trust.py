@@ -1,0 +1,62 @@
+"""The local trust list of organisations: DIDs whose org name the person vouches for.
+
+    $MURETAI_HOME/trust.json  {"v": 1, "orgs": {<org DID>: {"name", "added"}}}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from muretai_cli.errors import InputError
+from muretai_cli.home._files import home_dir, read_json_file, write_json_file
+
+MAX_NAME = 200
+
+
+@dataclass(frozen=True, slots=True)
+class TrustedOrg:
+    did: str
+    name: str
+    added: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"did": self.did, "name": self.name, "added": self.added}
+
+
+class TrustList:
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or home_dir() / "trust.json"
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        data = read_json_file(self.path, {"v": 1, "orgs": {}})
+        orgs = data.get("orgs") if isinstance(data, dict) else None
+        if not isinstance(orgs, dict):
+            raise InputError("bad-state", f"{self.path} is not a trust list")
+        return {k: v for k, v in orgs.items() if isinstance(v, dict)
+                and isinstance(v.get("name"), str)}
+
+    def get(self, did: str) -> TrustedOrg | None:
+        entry = self._load().get(did)
+        return TrustedOrg(did, entry["name"], int(entry.get("added", 0))) if entry else None
+
+    def all(self) -> list[TrustedOrg]:
+        return [TrustedOrg(k, v["name"], int(v.get("added", 0)))
+                for k, v in sorted(self._load().items())]
+
+    def add(self, did: str, name: str, now: int) -> TrustedOrg:
+        if not name or len(name) > MAX_NAME:
+            raise InputError("bad-name", f"an org name is 1..{MAX_NAME} characters")
+        orgs = self._load()
+        orgs[did] = {"name": name, "added": now}
+        write_json_file(self.path, {"v": 1, "orgs": orgs})
+        return TrustedOrg(did, name, now)
+
+    def remove(self, did: str) -> TrustedOrg | None:
+        orgs = self._load()
+        entry = orgs.pop(did, None)
+        if entry is None:
+            return None
+        write_json_file(self.path, {"v": 1, "orgs": orgs})
+        return TrustedOrg(did, entry["name"], int(entry.get("added", 0)))

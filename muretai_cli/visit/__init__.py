@@ -1,0 +1,9 @@
+"""The visiting side: fetch and judge a card, check a handoff, send a signed DM.
+
+    card.py     URL -> canonical base -> card + envelope -> CardCheck (+ pin)
+    handoff.py  a tool result's handoff entries, each with a verdict and named reasons
+    dm.py       grant verdict -> redeem -> one signed POST -> reply verdict -> connection
+
+Nothing here prints; the network is reached only through ``muretai_cli.net`` (loaded
+lazily, so offline checks never import httpx). ``visit`` never imports ``door``.
+"""

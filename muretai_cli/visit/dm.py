@@ -1,0 +1,334 @@
+"""Sending a signed DM: grant verdict -> redeem -> one signed POST -> reply verdict.
+
+Exactly one ``message/send`` POST per call, never retried: an HTTP 429/503 or a JSON-RPC
+error is the door's answer (``PeerRefused``, with ``retryAfter`` seconds when given). A
+reply counts as the door's only after every check passes, each failure named; a
+connection is remembered only then.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from muretai_cli.errors import InputError, MuretaiError, PeerRefused, Refused
+from muretai_cli.urls import BaseUrl, base_from_any, same_base
+from muretai_cli.verdict import Reason, Verdict, error, warning
+from muretai_cli.visit.card import CardCheck
+
+if TYPE_CHECKING:
+    from muretai_cli.home import ConnectionStore, PinStore, TrustList
+    from muretai_cli.net import HttpResult, SafeClient
+    from muretai_cli.seam import SigningKey
+    from muretai_cli.visit.handoff import CardSource, EntryCheck
+
+REPLY_WINDOW = 300
+METHOD_NOT_FOUND = -32601
+Redeemed = Literal["redeemed", "open-door", "not-needed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a DM goes and who must answer: the door's DID and its card's ``url``."""
+
+    door_did: str
+    endpoint: str
+    base: BaseUrl
+    grant: Mapping[str, Any] | None = None
+    source: str = "card"
+    card: CardCheck | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyCheck:
+    verdict: Verdict
+    kind: str  # "message" | "task" | "none"
+    text: str | None = None
+    state: str | None = None
+    message_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verified": self.verdict.ok, "kind": self.kind, "text": self.text,
+                "state": self.state, "messageId": self.message_id,
+                "reasons": [r.to_json() for r in self.verdict.reasons]}
+
+
+@dataclass(frozen=True, slots=True)
+class DmReport:
+    to: str
+    endpoint: str
+    sent_id: str
+    redeemed: Redeemed
+    reply: ReplyCheck
+    remembered: bool
+    grant: Mapping[str, Any] = field(default_factory=dict)
+    card: CardCheck | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.reply.verdict.ok else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.exit_code == 0, "to": self.to, "endpoint": self.endpoint,
+                "sent": self.sent_id, "redeem": self.redeemed, **dict(self.grant),
+                "reply": self.reply.to_json(), "remembered": self.remembered,
+                "card": self.card.to_json() if self.card is not None else None}
+
+
+def _require_card(card: CardCheck, to_did: str) -> CardCheck:
+    if not card.ok:
+        detail = "; ".join(f"{r.code}: {r.detail}" for r in card.verdict.errors)
+        raise Refused("card-refused", f"the card of {card.base.text} is refused: {detail}",
+                      data={"card": card.to_json()})
+    if card.did != to_did:  # pragma: no cover - fetch_card(expected_did=...) refuses first
+        raise Refused("did-mismatch", f"the card names {card.did}, not {to_did}")
+    return card
+
+
+def target_from_card(card: CardCheck, to_did: str, *, grant: Mapping[str, Any] | None = None,
+                     source: str = "card") -> Target:
+    """A target from a card that passed every rule and names ``to_did``.
+
+    Without a grant of its own, the card's ``contact`` grant is used; a refused one
+    refuses here (a first DM is what needs it).
+    """
+    _require_card(card, to_did)
+    endpoint = card.endpoint
+    assert endpoint is not None and same_base(endpoint, card.base)
+    if grant is None and card.contact is not None:
+        if not card.contact.ok:
+            reason = card.contact.errors[0]
+            raise Refused(reason.code, f"the card's contact grant is refused: {reason.detail}")
+        assert card.card is not None
+        grant = card.card["contact"]
+    return Target(to_did, endpoint, card.base, grant, source, card)
+
+
+def resolve_target(to_did: str, *, connect: str | Mapping[str, Any] | None,
+                   card_url: str | None, client: SafeClient, now: int,
+                   connections: ConnectionStore, pins: PinStore | None = None,
+                   trust: TrustList | None = None) -> Target:
+    """Where to send: a card URL (fetched and judged), a grant plus an address, or a
+    remembered connection. A grant carries no address of its own."""
+    from muretai_cli.visit.card import fetch_card
+
+    def card_of(url: str) -> CardCheck:
+        return fetch_card(url, client=client, now=now, expected_did=to_did, pins=pins,
+                          trust=trust)
+
+    if isinstance(connect, Mapping):
+        from muretai_cli.artifacts.grant import check_grant
+
+        grant = check_grant(dict(connect), for_did=to_did, now=now)
+        if card_url is not None:
+            return target_from_card(card_of(card_url), to_did, grant=grant,
+                                    source="grant+card")
+        known = connections.get(to_did)
+        if known is None:
+            raise InputError("no-address", f"a grant carries no address, and {to_did} is not a "
+                                           "remembered connection",
+                             hint="add --card-url URL (the door's card or base URL)")
+        return Target(to_did, known.endpoint, base_from_any(known.base), grant, "connection")
+    if connect is not None or card_url is not None:
+        url = connect if isinstance(connect, str) else card_url
+        assert url is not None
+        return target_from_card(card_of(url), to_did)
+    known = connections.get(to_did)
+    if known is None:
+        raise InputError("not-connected", f"not yet connected to {to_did}",
+                         hint="give --connect CARD_URL or --connect GRANT_FILE --card-url URL")
+    return Target(to_did, known.endpoint, base_from_any(known.base), None, "connection")
+
+
+def _rpc_answer(result: HttpResult, what: str) -> dict[str, Any]:
+    """The JSON-RPC answer; HTTP refusals and JSON-RPC errors become ``PeerRefused``."""
+    from muretai_cli.net import http_refusal
+    from muretai_cli.seam import parse_document
+
+    doc: object = None
+    try:
+        doc = parse_document(result.body) if result.body else None
+    except InputError:
+        doc = None
+    rpc_error = doc.get("error") if isinstance(doc, dict) else None
+    refusal = http_refusal(result)
+    if isinstance(rpc_error, dict):
+        code = rpc_error.get("code")
+        message = rpc_error.get("message")
+        data: dict[str, Any] = {"rpcError": {"code": code, "message": message,
+                                             "data": rpc_error.get("data")}}
+        if refusal is not None:
+            data.update(refusal.data)
+        exc = PeerRefused("door-refused", f"the door answered {what} with JSON-RPC error "
+                                          f"{code}: {str(message)[:300]}",
+                          hint=refusal.hint if refusal is not None else None, data=data)
+        raise exc
+    if refusal is not None:
+        raise refusal
+    if not isinstance(doc, dict):
+        raise PeerRefused("malformed-answer", f"the door's answer to {what} is not a JSON-RPC "
+                                              "object", data={"status": result.status})
+    return doc
+
+
+def redeem(client: SafeClient, key: SigningKey, target: Target, now: int
+           ) -> tuple[Redeemed, dict[str, Any]]:
+    """One ``contact/redeem`` POST. -32601 means an open door: knock directly."""
+    from muretai_cli.artifacts.grant import REDEEM_METHOD, redeem_params
+    from muretai_cli.seam import canonical_bytes
+
+    if target.grant is None:
+        return "not-needed", {}
+    request = {"jsonrpc": "2.0", "id": f"redeem-{secrets.token_hex(6)}",
+               "method": REDEEM_METHOD, "params": redeem_params(key, target.grant, now=now)}
+    answer = client.post_json(target.endpoint, canonical_bytes(request))
+    try:
+        doc = _rpc_answer(answer, REDEEM_METHOD)
+    except PeerRefused as exc:
+        rpc = exc.data.get("rpcError")
+        if isinstance(rpc, dict) and rpc.get("code") == METHOD_NOT_FOUND:
+            return "open-door", {}
+        raise
+    result = doc.get("result")
+    if not isinstance(result, dict) or result.get("ok") is not True:
+        raise PeerRefused("redeem-refused", "the door did not confirm the redemption",
+                          data={"result": result if isinstance(result, dict) else None})
+    facts: dict[str, Any] = {"grantId": result.get("grantId", target.grant.get("id"))}
+    if isinstance(result.get("expires"), int) and not isinstance(result.get("expires"), bool):
+        facts["expires"] = result["expires"]
+    return "redeemed", facts
+
+
+def check_signed_reply(message: object, *, door_did: str, me: str, sent_id: str, now: int
+                       ) -> tuple[list[Reason], str | None]:
+    """Every check a reply must pass to count as the door's; each failure named."""
+    from muretai_cli.artifacts.message import envelope_of
+    from muretai_cli.seam import check_fresh, signing_payload, six_fields, verify_signature
+
+    try:
+        env = envelope_of(message)
+        fields = six_fields(env)
+    except MuretaiError as exc:
+        return [error("reply-malformed", f"the reply is not a signed A2A message: {exc.code}: "
+                                         f"{exc.detail}")], None
+    text = fields["text"]
+    if env.get("sig") is None:
+        return [error("reply-unsigned", "the reply carries no signature; it is unverified")], text
+    reasons: list[Reason] = []
+    if fields["from"] != door_did:
+        reasons.append(error("reply-from-other", f"the reply is from {fields['from']}, not the "
+                                                 f"door's DID {door_did}"))
+    if fields["to"] != me:
+        reasons.append(error("reply-to-other", f"the reply is addressed to {fields['to']}, "
+                                               f"not to you ({me})"))
+    try:
+        check_fresh(fields["timestamp"], now, REPLY_WINDOW)
+    except Refused as exc:
+        reasons.append(error(f"reply-{exc.code}", f"the reply's {exc.detail}"))
+    try:
+        verify_signature(door_did, signing_payload(fields), env["sig"])
+    except MuretaiError as exc:
+        reasons.append(error("reply-bad-signature", f"the reply's signature does not verify "
+                                                    f"under {door_did} ({exc.code})"))
+    reply_to = env.get("replyTo")
+    if reply_to is None:
+        reasons.append(warning("reply-no-replyto", "the reply does not say which message it "
+                                                   "answers"))
+    elif reply_to != sent_id:
+        reasons.append(error("reply-to-other-message", f"the reply answers {str(reply_to)[:80]!r}"
+                                                       f", not {sent_id}"))
+    return reasons, text
+
+
+def check_reply(doc: Mapping[str, Any], *, door_did: str, me: str, sent_id: str, now: int
+                ) -> ReplyCheck:
+    """The ``result`` of a ``message/send`` answer: a Message, or a Task with its status."""
+    result = doc.get("result")
+    if not isinstance(result, dict):
+        return ReplyCheck(Verdict.of("reply", [error("no-reply", "the door sent no reply; "
+                                                                 "unverified")]), "none")
+    if result.get("kind") == "task":
+        status = result.get("status") if isinstance(result.get("status"), dict) else {}
+        assert isinstance(status, dict)
+        state = status.get("state") if isinstance(status.get("state"), str) else None
+        candidates = [status.get("message")]
+        history = result.get("history")
+        if isinstance(history, list):
+            candidates.extend(history)
+        reasons: list[Reason] = []
+        verified = 0
+        text: str | None = None
+        for item in candidates:
+            if not isinstance(item, dict) or item.get("role") != "agent":
+                continue
+            meta = item.get("metadata")
+            if not isinstance(meta, dict) or meta.get("sig") is None:
+                continue  # unsigned task messages are shown as the task's, never as verified
+            found, item_text = check_signed_reply(item, door_did=door_did, me=me,
+                                                  sent_id=sent_id, now=now)
+            reasons.extend(found)
+            if not any(r.severity == "error" for r in found):
+                verified += 1
+                text = item_text
+        if not verified and not any(r.severity == "error" for r in reasons):
+            reasons.append(error("reply-unsigned", f"the task ({state}) carries no signed "
+                                                   "message; it is unverified"))
+        return ReplyCheck(Verdict.of("reply", reasons), "task", text, state,
+                          result.get("id") if isinstance(result.get("id"), str) else None)
+    found, text = check_signed_reply(result, door_did=door_did, me=me, sent_id=sent_id, now=now)
+    message_id = result.get("messageId")
+    return ReplyCheck(Verdict.of("reply", found), "message", text, None,
+                      message_id if isinstance(message_id, str) else None)
+
+
+def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, now: int,
+            connections: ConnectionStore, context_id: str | None = None) -> DmReport:
+    """Redeem the target's grant if any, then exactly one signed ``message/send`` POST."""
+    from muretai_cli.artifacts.message import build_message_send, signed_message
+    from muretai_cli.seam import canonical_bytes
+
+    redeemed, grant_facts = redeem(client, key, target, now)
+    message = signed_message(key, to=target.door_did, text=text, now=now,
+                             context_id=context_id)
+    request = build_message_send(message)
+    answer = client.post_json(target.endpoint, canonical_bytes(request))
+    doc = _rpc_answer(answer, "message/send")
+    reply = check_reply(doc, door_did=target.door_did, me=key.did,
+                        sent_id=message["messageId"], now=now)
+    remembered = False
+    if reply.verdict.ok:
+        connections.remember(target.door_did, endpoint=target.endpoint, base=target.base.text,
+                             now=now, grant_id=grant_facts.get("grantId"),
+                             expires=grant_facts.get("expires"))
+        remembered = True
+    return DmReport(target.door_did, target.endpoint, message["messageId"], redeemed, reply,
+                    remembered, grant_facts, target.card)
+
+
+def contact_and_dm(key: SigningKey, to_did: str, text: str, *, client: SafeClient, now: int,
+                   connections: ConnectionStore, connect: str | Mapping[str, Any] | None = None,
+                   card_url: str | None = None, pins: PinStore | None = None,
+                   trust: TrustList | None = None) -> DmReport:
+    """Connect if needed (card, grant, redeem) and send one signed DM to ``to_did``."""
+    if not text:
+        raise InputError("empty-message", "the message is empty")
+    target = resolve_target(to_did, connect=connect, card_url=card_url, client=client, now=now,
+                            connections=connections, pins=pins, trust=trust)
+    return deliver(key, target, text, client=client, now=now, connections=connections)
+
+
+def target_for_entry(item: EntryCheck, cards: CardSource) -> Target:
+    """The target of a followable ``dm`` entry, from the cards its check already judged."""
+    entry = item.entry
+    if not item.followable or entry.to is None:
+        raise Refused("not-followable", "only a dm entry that passed every check is followed")
+    if isinstance(entry.connect, dict):
+        card = item.card or cards.card_at(cards.origin)
+        return target_from_card(card, entry.to, grant=entry.connect, source="handoff-grant")
+    if isinstance(entry.connect, str):
+        card = cards.card_at(base_from_any(entry.connect))
+        return target_from_card(card, entry.to, source="handoff-card")
+    return target_from_card(item.card or cards.card_at(cards.origin), entry.to,
+                            source="handoff-origin")
