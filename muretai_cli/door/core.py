@@ -251,6 +251,8 @@ class Door:
             raise RpcError(-32001, "missing-field")
         if isinstance(stamp, bool) or not isinstance(stamp, int):
             raise RpcError(-32001, "malformed-field")
+        if grant.get("did") != self.did:  # cheap, and says more than the signature would
+            raise RpcError(-32011, "grant-for-other-did")
         ladder.fresh(stamp, now)
         try:
             verify_signature(sender, redeem_payload(grant["id"], sender, self.did, stamp),

@@ -1,0 +1,129 @@
+"""A live door for tests: real uvicorn on 127.0.0.1, an ephemeral port, always stopped."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import uvicorn
+
+from muretai_cli.artifacts.message import build_message, build_message_send
+from muretai_cli.door.app import build_app, server_config
+from muretai_cli.door.core import Door, DoorConfig
+from muretai_cli.door.store import DoorStore, db_path
+from muretai_cli.home import KeyStore, keys_dir
+from muretai_cli.seam import SigningKey, sign_envelope
+from muretai_cli.urls import parse_base_url
+
+
+@dataclass
+class Live:
+    base: str  # the base URL (card url), path included
+    origin: str
+    door: Door
+    key: SigningKey
+    name: str
+
+    @property
+    def did(self) -> str:
+        return self.key.did
+
+    def post(self, body: bytes | dict[str, Any], **kw: Any) -> httpx.Response:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return httpx.post(self.base or self.origin, content=raw,
+                          headers={"content-type": "application/json"}, timeout=10, **kw)
+
+    def rpc(self, body: bytes | dict[str, Any]) -> dict[str, Any]:
+        resp = self.post(body)
+        doc: dict[str, Any] = resp.json()
+        doc["_status"] = resp.status_code
+        return doc
+
+    def store(self) -> DoorStore:
+        """A second connection, as the owner's commands open one."""
+        return DoorStore(db_path(self.did))
+
+
+def send_request(sender: SigningKey, to: str, text: str = "hello", *, now: int | None = None,
+                 mid: str | None = None, ctx: str | None = None, rid: Any = 1) -> dict[str, Any]:
+    env = sign_envelope(sender, to=to, text=text, timestamp=int(time.time()) if now is None
+                        else now, message_id=mid, context_id=ctx)
+    return build_message_send(build_message(env), rid)
+
+
+def code_of(doc: dict[str, Any]) -> int | None:
+    err = doc.get("error")
+    return err["code"] if isinstance(err, dict) else None
+
+
+@contextmanager
+def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
+              rate_total: int = 0, slow: float = 10.0, name: str = "door") -> Iterator[Live]:
+    store_keys = KeyStore(keys_dir())
+    ident = store_keys.load(name) if store_keys.path_of(name).exists() else store_keys.create(name)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    base = parse_base_url(f"http://127.0.0.1:{port}{path}")
+    config = DoorConfig(name=name, url=base, policy=policy,  # type: ignore[arg-type]
+                        rate_per_sender=rate_per_sender, rate_total=rate_total,
+                        slow_seconds=slow)
+    key = ident.signing_key()
+    door = Door(key, config, DoorStore(db_path(ident.did)))
+    server = uvicorn.Server(server_config(build_app(door), door, host="127.0.0.1", port=port))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield Live(base.text, base.origin, door, key, name)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def raw_exchange(origin: str, data: bytes, *, wait: float = 5.0,
+                 then: bytes | None = None) -> bytes:
+    """Write raw bytes to the door and read until it closes (or ``wait`` passes)."""
+    host, port = origin.split("//", 1)[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=wait) as s:
+        s.sendall(data)
+        if then is not None:
+            s.sendall(then)
+        chunks = []
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                if b"\r\n\r\n" in b"".join(chunks) and _complete(b"".join(chunks)):
+                    break
+        except (TimeoutError, ConnectionResetError):
+            pass
+        return b"".join(chunks)
+
+
+def _complete(buf: bytes) -> bool:
+    head, _, body = buf.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value.strip())
+    return False
+
+
+def status_of(response: bytes) -> int:
+    return int(response.split(b" ", 2)[1])

@@ -1,0 +1,193 @@
+"""Policies, grants and the owner's decisions, against a running door."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import httpx
+
+from muretai_cli.artifacts.grant import mint_grant, redeem_params
+from muretai_cli.seam import SigningKey
+from tests.cli_helpers import run, run_json
+from tests.door_helpers import Live, code_of, live_door, send_request
+
+
+def issue(uses: int = 5, expires: str = "1d") -> dict[str, Any]:
+    result = run("contact", "issue", "--as", "door", "--uses", str(uses), "--expires", expires)
+    assert result.exit_code == 0, result.stderr
+    grant: dict[str, Any] = json.loads(result.stdout)
+    return grant
+
+
+def redeem(door: Live, who: SigningKey, grant: dict[str, Any], *, now: int | None = None
+           ) -> dict[str, Any]:
+    params = redeem_params(who, grant, now=int(time.time()) if now is None else now)
+    return door.rpc({"jsonrpc": "2.0", "id": 9, "method": "contact/redeem", "params": params})
+
+
+def grant_state(door: Live, grant_id: str) -> tuple[int, int]:
+    store = door.store()
+    try:
+        row = store.grant(grant_id)
+        conns = store.db.execute("SELECT COUNT(*) FROM connections WHERE grant_id=?",
+                                 (grant_id,)).fetchone()[0]
+    finally:
+        store.close()
+    assert row is not None
+    return row.used, conns
+
+
+def test_closed_needs_a_redeemed_grant() -> None:
+    with live_door("closed") as door:
+        alice = SigningKey.generate()
+        doc = door.rpc(send_request(alice, door.did))
+        assert code_of(doc) == -32010 and doc["_status"] == 200
+        grant = issue(uses=2)
+        ok = redeem(door, alice, grant)
+        assert ok["result"]["ok"] is True and ok["result"]["grantId"] == grant["id"]
+        assert ok["result"]["expires"] == grant["exp"]
+        assert "result" in door.rpc(send_request(alice, door.did, "now I may"))
+        # the same sender redeeming again is idempotent: no extra use
+        assert redeem(door, alice, grant)["result"]["ok"] is True
+        assert grant_state(door, grant["id"]) == (1, 1)
+        # revoking the grant closes that sender's only connection: -32011
+        assert run("contact", "revoke", "--as", "door", grant["id"]).exit_code == 0
+        assert code_of(door.rpc(send_request(alice, door.did))) == -32011
+
+
+def test_grant_failures_change_nothing() -> None:
+    with live_door("closed") as door:
+        alice, bob = SigningKey.generate(), SigningKey.generate()
+        one = issue(uses=1)
+        assert "result" in redeem(door, alice, one)
+        cases: list[tuple[str, dict[str, Any]]] = [("exhausted", one)]
+        revoked = issue(uses=3)
+        run("contact", "revoke", "--as", "door", revoked["id"])
+        cases.append(("revoked", revoked))
+        cases.append(("foreign", mint_grant(SigningKey.generate(), uses=3, now=int(time.time()))))
+        forged = dict(issue(uses=1))
+        forged["uses"] = 1000
+        cases.append(("forged", forged))
+        unknown = mint_grant(door.key, uses=3, now=int(time.time()))  # ours, never recorded
+        cases.append(("unknown", unknown))
+        expired = mint_grant(door.key, uses=3, now=int(time.time()) - 100, ttl=50)
+        store = door.store()
+        store.add_grant(expired, int(time.time()) - 100)
+        store.close()
+        cases.append(("expired", expired))
+        for name, grant in cases:
+            before = grant_state(door, grant["id"]) if name not in ("foreign", "unknown") \
+                else None
+            doc = redeem(door, bob, grant)
+            assert code_of(doc) == -32011, (name, doc)
+            if before is not None:
+                assert grant_state(door, grant["id"]) == before, name
+        assert code_of(door.rpc(send_request(bob, door.did))) == -32010
+        # the redeemer's own statement: bad signature -32001, stale -32002
+        fresh = issue(uses=5)
+        params = redeem_params(bob, fresh, now=int(time.time()))
+        params["sig"] = redeem_params(alice, fresh, now=int(time.time()))["sig"]
+        doc = door.rpc({"jsonrpc": "2.0", "id": 1, "method": "contact/redeem", "params": params})
+        assert code_of(doc) == -32001
+        assert code_of(redeem(door, bob, fresh, now=int(time.time()) - 1000)) == -32002
+        assert grant_state(door, fresh["id"]) == (0, 0)
+
+
+def test_fifty_concurrent_redemptions_of_five_uses() -> None:
+    with live_door("closed") as door:
+        grant = issue(uses=5)
+        now = int(time.time())
+        bodies = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "contact/redeem",
+                              "params": redeem_params(SigningKey.generate(), grant, now=now)})
+                  for i in range(50)]
+
+        async def fire() -> list[dict[str, Any]]:
+            async with httpx.AsyncClient(timeout=20) as client:
+                resps = await asyncio.gather(*(client.post(door.base, content=b)
+                                               for b in bodies))
+                return [r.json() for r in resps]
+
+        docs = asyncio.run(fire())
+        assert sum(1 for d in docs if "result" in d) == 5
+        assert sum(1 for d in docs if code_of(d) == -32011) == 45
+        assert grant_state(door, grant["id"]) == (5, 5)
+
+
+def test_quarantine_holds_then_owner_decides() -> None:
+    with live_door("quarantine") as door:
+        alice = SigningKey.generate()
+        first = door.rpc(send_request(alice, door.did, "first contact"))
+        assert code_of(first) == -32014
+        gate = first["error"]["data"]
+        assert gate["ok"] is False and gate["needsHumanConfirmation"] is True
+        assert gate["origin"] == door.origin and gate["message"] and gate["agentHint"]
+        rid = gate["requestId"]
+        later = door.rpc(send_request(alice, door.did, "second"))
+        assert code_of(later) == -32014 and later["error"]["data"]["requestId"] == rid
+        code, listed = run_json("op", "--as", "door", "requests", "list")
+        assert code == 0 and [r["id"] for r in listed["requests"]] == [rid]
+        assert listed["requests"][0]["text"] == "first contact"  # the later one was not stored
+        assert run("op", "--as", "door", "requests", "approve", rid).exit_code == 0
+        code, inbox = run_json("op", "--as", "door", "inbox")
+        assert [m["text"] for m in inbox["messages"]] == ["first contact"]
+        assert "result" in door.rpc(send_request(alice, door.did, "third"))
+        # redeeming is not approval: a new sender with a grant is still held
+        bob = SigningKey.generate()
+        assert "result" in redeem(door, bob, issue(uses=1))
+        held = door.rpc(send_request(bob, door.did, "bob here"))
+        assert code_of(held) == -32014
+        assert run("op", "--as", "door", "requests", "reject",
+                   held["error"]["data"]["requestId"]).exit_code == 0
+        assert code_of(door.rpc(send_request(bob, door.did))) == -32010
+        # a new grant lifts the rejection; the next message is held again
+        assert "result" in redeem(door, bob, issue(uses=1))
+        again = door.rpc(send_request(bob, door.did, "may I?"))
+        assert code_of(again) == -32014
+        assert again["error"]["data"]["requestId"] != held["error"]["data"]["requestId"]
+        # reject --block: refused outright, whatever grant it holds
+        assert run("op", "--as", "door", "requests", "reject", "--block",
+                   again["error"]["data"]["requestId"]).exit_code == 0
+        assert "result" in redeem(door, bob, issue(uses=1)) or True
+        assert code_of(door.rpc(send_request(bob, door.did))) == -32010
+        code, senders = run_json("op", "--as", "door", "senders", "list")
+        assert {s["did"]: s["status"] for s in senders["senders"]}[bob.did] == "blocked"
+        store = door.store()
+        actions = [d["action"] for d in store.decisions()]
+        store.close()
+        assert actions == ["approve", "reject", "reject+block"]
+
+
+def test_lists_allow_and_block() -> None:
+    with live_door("quarantine") as door:
+        carol = SigningKey.generate()
+        assert run("op", "--as", "door", "senders", "allow", carol.did).exit_code == 0
+        assert "result" in door.rpc(send_request(carol, door.did))
+        assert run("op", "--as", "door", "senders", "block", carol.did).exit_code == 0
+        assert code_of(door.rpc(send_request(carol, door.did))) == -32010
+        assert run("op", "--as", "door", "senders", "unblock", carol.did).exit_code == 0
+        assert code_of(door.rpc(send_request(carol, door.did))) == -32014
+        assert run("op", "--as", "door", "senders", "block", "not-a-did").exit_code == 2
+    with live_door("open") as door:
+        dave = SigningKey.generate()
+        run("op", "--as", "door", "senders", "block", dave.did)
+        assert code_of(door.rpc(send_request(dave, door.did))) == -32010
+
+
+def test_inbox_prints_safely_newest_first() -> None:
+    with live_door("open") as door:
+        alice = SigningKey.generate()
+        for i in range(22):
+            assert "result" in door.rpc(send_request(alice, door.did, f"m{i}"))
+        evil = "\x1b[2J\u202eevil\x07"
+        assert "result" in door.rpc(send_request(alice, door.did, evil, ctx="c\x1b"))
+        out = run("op", "--as", "door", "inbox")
+        assert out.exit_code == 0 and "\x1b" not in out.stdout and "\u202e" not in out.stdout
+        assert "verified" in out.stdout and "?[2J?evil?" in out.stdout
+        _code, doc = run_json("op", "--as", "door", "inbox")
+        assert len(doc["messages"]) == 20 and doc["messages"][0]["text"] == evil
+        assert doc["messages"][0]["from"] == alice.did and doc["messages"][0]["verified"]
+        _code, doc = run_json("op", "--as", "door", "inbox", "--all")
+        assert len(doc["messages"]) == 23

@@ -1,0 +1,117 @@
+"""Slow, malformed and arbitrary requests against the running door: always an HTTP answer."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import httpx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from muretai_cli.seam import SigningKey
+from tests.door_helpers import live_door, raw_exchange, send_request, status_of
+
+
+def test_slow_headers_and_body_get_408() -> None:
+    with live_door("open", slow=0.6) as door:
+        started = time.monotonic()
+        resp = raw_exchange(door.origin, b"POST / HTTP/1.1\r\nHost: x\r\n")
+        assert status_of(resp) == 408 and time.monotonic() - started < 5
+        resp = raw_exchange(door.origin, b"")  # nothing at all
+        assert status_of(resp) == 408
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\""
+        started = time.monotonic()
+        resp = raw_exchange(door.origin, head)
+        assert status_of(resp) == 408 and time.monotonic() - started < 5
+        # the door still answers others
+        assert "result" in door.rpc(send_request(SigningKey.generate(), door.did))
+
+
+def test_trickled_body_cannot_hold_a_worker() -> None:
+    with live_door("open", slow=0.8) as door:
+        host, port = door.origin.split("//")[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+            answer = b""
+            for _ in range(40):
+                try:
+                    s.sendall(b" ")
+                except OSError:
+                    break
+                s.settimeout(0.1)
+                try:
+                    answer += s.recv(4096)
+                except TimeoutError:
+                    continue
+                if answer:
+                    break
+            assert answer.startswith(b"HTTP/1.1 408")
+
+
+def test_malformed_framing_gets_400_or_404() -> None:
+    with live_door("open") as door:
+        for raw in (b"GARBAGE\r\n\r\n", b"POST / HTTP/1.1\r\nHost x\r\n\r\n",
+                    b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                    b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+                    b"\x00\xff\x16\x03\x01\r\n\r\n"):
+            resp = raw_exchange(door.origin, raw)
+            assert resp.startswith(b"HTTP/1.1 400"), (raw, resp[:80])
+        resp = raw_exchange(door.origin, b"POST http://elsewhere.example/ HTTP/1.1\r\nHost: x\r\n"
+                                         b"Content-Length: 2\r\n\r\n{}")
+        assert status_of(resp) == 404
+        # endless headers are cut at h11's bound (16 KiB), not buffered forever
+        resp = raw_exchange(door.origin, b"GET / HTTP/1.1\r\nHost: x\r\nX-A: " + b"a" * 70000)
+        assert status_of(resp) == 400
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                 max_size=4),
+    max_leaves=12)
+
+
+def _mutated_requests(did: str) -> st.SearchStrategy[bytes]:
+    key = SigningKey.generate()
+    base = send_request(key, did, "seed")
+
+    def mutate(path: list[str], value: object) -> bytes:
+        doc = json.loads(json.dumps(base))
+        node = doc
+        for step in path[:-1]:
+            node = node.setdefault(step, {}) if isinstance(node, dict) else node
+        if isinstance(node, dict):
+            node[path[-1]] = value
+        return json.dumps(doc).encode()
+
+    paths = st.sampled_from([["id"], ["method"], ["params"], ["params", "message"],
+                             ["params", "message", "parts"], ["params", "message", "kind"],
+                             ["params", "message", "metadata"],
+                             ["params", "message", "metadata", "timestamp"],
+                             ["params", "message", "metadata", "from"],
+                             ["params", "message", "metadata", "sig"],
+                             ["params", "message", "contextId"], ["params", "grant"]])
+    return st.builds(mutate, paths, json_values)
+
+
+def test_arbitrary_bodies_always_get_an_answer() -> None:
+    with live_door("quarantine", rate_per_sender=0, rate_total=0) as door:
+        client = httpx.Client(timeout=10)
+
+        def check(body: bytes) -> None:
+            resp = client.post(door.base, content=body)
+            assert resp.status_code in (200, 400, 413), resp.status_code
+            assert "Traceback" not in resp.text and "Internal" not in resp.text
+            doc = resp.json()
+            assert doc.get("jsonrpc") == "2.0" or "error" in doc
+
+        bodies = st.binary(max_size=300) | json_values.map(lambda v: json.dumps(v).encode()) \
+            | _mutated_requests(door.did)
+        run = settings(max_examples=150, deadline=None,
+                       suppress_health_check=list(HealthCheck))(given(bodies)(check))
+        try:
+            run()
+        finally:
+            client.close()
