@@ -17,7 +17,7 @@ from typing import Any, Literal
 from muretai_cli.artifacts.handoff import Handoff, parse_handoff
 from muretai_cli.errors import InputError
 from muretai_cli.lint._rules import Finding
-from muretai_cli.lint._text import find_instruction, normalised, scan_secrets
+from muretai_cli.lint._text import contains_text, find_instruction, scan_secrets
 from muretai_cli.seam import parse_document
 from muretai_cli.urls import parse_base_url
 
@@ -206,15 +206,11 @@ def _relayed_text(loc: dict[str, Any], path: str, findings: list[Finding]) -> No
         _secrets(message, f"{path}.message", findings)
     if isinstance(hint, str) and hint:
         _secrets(hint, f"{path}.agentHint", findings)
-        if isinstance(message, str) and hint.strip():
-            if hint == message or normalised(hint) == normalised(message):
-                findings.append(Finding("message-contains-agent-hint", f"{path}.message",
-                                        "message equals agentHint; the person's text and "
-                                        "the agent's hint are different texts"))
-            elif hint in message or normalised(hint) in normalised(message):
-                findings.append(Finding("message-contains-agent-hint", f"{path}.message",
-                                        "message contains agentHint; the hint would be read "
-                                        "aloud to the person"))
+        if isinstance(message, str) and hint.strip() and contains_text(message, hint):
+            said = ("message equals agentHint; the person's text and the agent's hint are "
+                    "different texts") if contains_text(hint, message) else \
+                    "message contains agentHint; the hint would be read aloud to the person"
+            findings.append(Finding("message-contains-agent-hint", f"{path}.message", said))
     question = loc.get("question")
     if isinstance(question, str) and question:
         _secrets(question, f"{path}.question", findings)

@@ -25,7 +25,7 @@ _SEED_LABEL = re.compile(r"(?i)(?:seed|secret|private|priv\b|signing[ _-]?key)[^
 _SECRET_RULE = {"pem": "secret-private-key", "jwt": "secret-jwt", "bearer": "secret-bearer",
                 "api": "secret-api-key"}
 
-_AGENT = r"(?:ai|a\.i\.|(?:ai\s+)?assistant|ai\s+agent|llm|language\s+model|chatbot|copilot)"
+_AGENT = r"(?:ai|(?:ai\s+)?assistant|ai\s+agent|llm|language\s+model|chatbot|copilot)"
 _INSTRUCTION = re.compile(
     r"(?i)"
     r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*"
@@ -44,6 +44,14 @@ _INSTRUCTION = re.compile(
     r"|<\s*/?\s*(?:system|instructions?)\s*>|\[/?(?:system|INST)\]"
 )
 _SNIPPET = 60
+# Cheap gates in front of the two scans: every instruction pattern needs one of these words
+# (or an underscore, for a tool name); every secret pattern needs a long unbroken run.
+_WORDS = re.compile(r"[a-z]+")
+_TRIGGER_WORDS = frozenset({
+    "ignore", "disregard", "forget", "override", "ai", "assistant", "agent", "llm", "model",
+    "chatbot", "copilot", "claude", "gpt", "chatgpt", "system", "tool", "function", "user",
+    "human", "person", "developer", "instructions", "instruction", "inst"})
+_LONG_RUN = re.compile(r"[A-Za-z0-9_.+/=~-]{16}|-----BEGIN")
 
 
 def _snippet(text: str, start: int, end: int) -> str:
@@ -58,6 +66,8 @@ def _redacted(piece: str) -> str:
 
 def scan_secrets(text: str) -> Iterator[tuple[str, str]]:
     """``(rule, what)`` for each secret-like piece of ``text`` (redacted in ``what``)."""
+    if _LONG_RUN.search(text) is None:
+        return
     for match in _SECRET.finditer(text):
         kind = match.lastgroup or "hex"
         piece = match.group()
@@ -74,6 +84,8 @@ def scan_secrets(text: str) -> Iterator[tuple[str, str]]:
 
 def find_instruction(text: str) -> str | None:
     """The first phrase in ``text`` that addresses an agent or instructs one, if any."""
+    if "_" not in text and _TRIGGER_WORDS.isdisjoint(_WORDS.findall(text.lower())):
+        return None
     match = _INSTRUCTION.search(text)
     return None if match is None else _snippet(text, match.start(), match.end())
 
@@ -84,3 +96,13 @@ _SPACES = re.compile(r"\s+")
 def normalised(text: str) -> str:
     """Case and runs of whitespace ignored: how a reader would compare two sentences."""
     return _SPACES.sub(" ", text).strip().casefold()
+
+
+def contains_text(outer: str, inner: str) -> bool:
+    """Whether ``inner`` appears in ``outer``, case and runs of whitespace ignored."""
+    if inner in outer:
+        return True
+    words = inner.split(None, 1)
+    if not words or words[0].casefold() not in outer.casefold():
+        return False  # a cheap no: the hint's first word is not even there
+    return normalised(inner) in normalised(outer)
