@@ -15,7 +15,7 @@ import httpx
 import uvicorn
 
 from muretai_cli.artifacts.message import build_message, build_message_send
-from muretai_cli.door.app import build_app, server_config
+from muretai_cli.door.app import bind, build_app, server_config
 from muretai_cli.door.core import Door, DoorConfig
 from muretai_cli.door.store import DoorStore, db_path
 from muretai_cli.home import KeyStore, keys_dir
@@ -68,9 +68,7 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
               rate_total: int = 0, slow: float = 10.0, name: str = "door") -> Iterator[Live]:
     store_keys = KeyStore(keys_dir())
     ident = store_keys.load(name) if store_keys.path_of(name).exists() else store_keys.create(name)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     base = parse_base_url(f"http://127.0.0.1:{port}{path}")
     config = DoorConfig(name=name, url=base, policy=policy,  # type: ignore[arg-type]

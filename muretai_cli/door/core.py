@@ -178,22 +178,21 @@ class Door:
         fields = ladder.six(env)
         ladder.recipient(fields, self.did)
         ladder.fresh(fields["timestamp"], now)
-        if self.store.seen(fields["messageId"], now):
+        seen, status = self.store.lookup(fields["messageId"], fields["from"], now)
+        if seen:
             raise RpcError(-32002, "replay")
         ladder.signature(fields, env["sig"])
-        sender = fields["from"]
-        self._rate(sender, self.clock())
+        self._rate(fields["from"], self.clock())
         fields["sig"] = env["sig"]
-        outcome = self._policy(fields, now)
+        outcome = self._policy(fields, status, now)
         if now - self._last_prune > 60:
             self._last_prune = now
             self.store.prune(now)
         return self._reply(fields, outcome, now)
 
-    def _policy(self, env: dict[str, Any], now: int) -> str:
+    def _policy(self, env: dict[str, Any], status: str | None, now: int) -> str:
         """Decide and commit: returns what was done, or raises the policy's refusal."""
         sender = env["from"]
-        status = self.store.sender_status(sender)
         if status == "blocked":
             raise RpcError(-32010, "blocked")
         policy = self.config.policy

@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS decisions (
   id INTEGER PRIMARY KEY, at INTEGER NOT NULL, action TEXT NOT NULL, sender TEXT NOT NULL,
   request_id TEXT);
 CREATE TABLE IF NOT EXISTS replay (message_id TEXT PRIMARY KEY, seen INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS inbox_remembers AFTER INSERT ON inbox WHEN NEW.via = 'direct'
+BEGIN INSERT INTO replay (message_id, seen) VALUES (NEW.message_id, NEW.received); END;
 """
 
 SenderStatus = Literal["allowed", "blocked", "approved", "rejected"]
@@ -237,9 +239,16 @@ class DoorStore:
             raise
 
     # -- the ladder's reads ----------------------------------------------------------
-    def seen(self, message_id: str, now: int) -> bool:
-        return self.db.execute("SELECT 1 FROM replay WHERE message_id=? AND seen>=?",
-                               (message_id, now - REPLAY_WINDOW)).fetchone() is not None
+    def lookup(self, message_id: str, sender: str, now: int) -> tuple[bool, str | None]:
+        """One read for the ladder: (messageId seen in the window, the sender's status).
+
+        Read-only, so it may run before the signature: nothing a stranger sends is written.
+        """
+        row = self.db.execute(
+            "SELECT EXISTS (SELECT 1 FROM replay WHERE message_id=? AND seen>=?), "
+            "(SELECT status FROM senders WHERE did=?)",
+            (message_id, now - REPLAY_WINDOW, sender)).fetchone()
+        return bool(row[0]), row[1]
 
     def sender_status(self, did: str) -> str | None:
         row = self.db.execute("SELECT status FROM senders WHERE did=?", (did,)).fetchone()
@@ -255,25 +264,21 @@ class DoorStore:
         return SenderView(status, valid, bool(rows), str(held[0]) if held else None)
 
     # -- commits ---------------------------------------------------------------------
-    def accept(self, env: dict[str, Any], now: int, *, via: str = "direct") -> bool:
-        """Commit a verified message to the inbox (and replay memory). False if a replay."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
+    def accept(self, env: dict[str, Any], now: int) -> bool:
+        """Commit a verified message to the inbox and replay memory. False if a replay.
+
+        One statement in autocommit, so one transaction: the trigger ``inbox_remembers``
+        writes the replay row, and a replay aborts the whole insert.
+        """
         try:
-            db.execute("INSERT INTO replay (message_id, seen) VALUES (?, ?)",
-                       (env["messageId"], now))
-            db.execute("INSERT INTO inbox (sender, message_id, context_id, text, sent, received, "
-                       "verified, sig, via) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)",
-                       (env["from"], env["messageId"], env["contextId"], env["text"],
-                        env["timestamp"], now, env["sig"], via))
-            db.execute("COMMIT")
+            self.db.execute(
+                "INSERT INTO inbox (sender, message_id, context_id, text, sent, received, "
+                "verified, sig, via) VALUES (?, ?, ?, ?, ?, ?, 1, ?, 'direct')",
+                (env["from"], env["messageId"], env["contextId"], env["text"],
+                 env["timestamp"], now, env["sig"]))
             return True
         except sqlite3.IntegrityError:
-            db.execute("ROLLBACK")
             return False
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def hold(self, env: dict[str, Any], now: int) -> str | None:
         """Hold a first contact for the owner's decision; returns its request id (None: replay)."""
