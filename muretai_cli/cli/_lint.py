@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, emit_json, handles_errors, read_input, safe, say
+from muretai_cli.cli._out import (
+    JsonOpt,
+    emit_json,
+    handles_errors,
+    note,
+    read_input,
+    safe,
+    say,
+)
 from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -177,6 +185,8 @@ def lint(
     if view not in _VIEWS:
         raise InputError("bad-usage", f"--view {view!r}: use visitor or site-agent")
     manifest = parse_manifest(read_input(str(tools))) if tools is not None else None
+    if manifest is None and (gated or view != "visitor"):
+        note("note: --gated and --view only change the level report, which needs --tools")
     stream = _open(source)
     tally = Tally()
     listed: list[dict[str, Any]] = []
