@@ -32,8 +32,19 @@ class PinStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or home_dir() / "pins.json"
+        self._cache: dict[str, dict[str, Any]] | None = None
 
     def _load(self) -> dict[str, dict[str, Any]]:
+        """The file as read once by this store (a command's view); writers read afresh."""
+        if self._cache is None:
+            self._cache = self._read()
+        return self._cache
+
+    def _save(self, value: dict[str, dict[str, Any]]) -> None:
+        write_json_file(self.path, {"v": 1, "pins": value})
+        self._cache = dict(value)
+
+    def _read(self) -> dict[str, dict[str, Any]]:
         data = read_json_file(self.path, {"v": 1, "pins": {}})
         pins = data.get("pins") if isinstance(data, dict) else None
         if not isinstance(pins, dict):
@@ -54,19 +65,19 @@ class PinStore:
 
     def record(self, base: str, did: str, now: int) -> Pin:
         """Pin ``did`` for ``base`` (first sighting) or refresh ``last``; never changes a DID."""
-        pins = self._load()
+        pins = self._read()
         entry = pins.get(base)
         if entry is not None and entry["did"] != did:
             raise InputError("pin-conflict", f"{base} is pinned to {entry['did']}, not {did}")
         first = int(entry.get("first", now)) if entry else now
         pins[base] = {"did": did, "first": first, "last": now}
-        write_json_file(self.path, {"v": 1, "pins": pins})
+        self._save(pins)
         return Pin(base, did, first, now)
 
     def forget(self, base: str) -> Pin | None:
-        pins = self._load()
+        pins = self._read()
         entry = pins.pop(base, None)
         if entry is None:
             return None
-        write_json_file(self.path, {"v": 1, "pins": pins})
+        self._save(pins)
         return Pin(base, entry["did"], int(entry.get("first", 0)), int(entry.get("last", 0)))

@@ -28,8 +28,19 @@ class TrustedOrg:
 class TrustList:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or home_dir() / "trust.json"
+        self._cache: dict[str, dict[str, Any]] | None = None
 
     def _load(self) -> dict[str, dict[str, Any]]:
+        """The file as read once by this store (a command's view); writers read afresh."""
+        if self._cache is None:
+            self._cache = self._read()
+        return self._cache
+
+    def _save(self, value: dict[str, dict[str, Any]]) -> None:
+        write_json_file(self.path, {"v": 1, "orgs": value})
+        self._cache = dict(value)
+
+    def _read(self) -> dict[str, dict[str, Any]]:
         data = read_json_file(self.path, {"v": 1, "orgs": {}})
         orgs = data.get("orgs") if isinstance(data, dict) else None
         if not isinstance(orgs, dict):
@@ -48,15 +59,15 @@ class TrustList:
     def add(self, did: str, name: str, now: int) -> TrustedOrg:
         if not name or len(name) > MAX_NAME:
             raise InputError("bad-name", f"an org name is 1..{MAX_NAME} characters")
-        orgs = self._load()
+        orgs = self._read()
         orgs[did] = {"name": name, "added": now}
-        write_json_file(self.path, {"v": 1, "orgs": orgs})
+        self._save(orgs)
         return TrustedOrg(did, name, now)
 
     def remove(self, did: str) -> TrustedOrg | None:
-        orgs = self._load()
+        orgs = self._read()
         entry = orgs.pop(did, None)
         if entry is None:
             return None
-        write_json_file(self.path, {"v": 1, "orgs": orgs})
+        self._save(orgs)
         return TrustedOrg(did, entry["name"], int(entry.get("added", 0)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from muretai_cli.errors import DeadlineExceeded, InputError, MuretaiError, Refused
@@ -18,7 +19,7 @@ from muretai_cli.urls import (
     LEGACY_CARD_PATH,
     BaseUrl,
     base_from_any,
-    same_base,
+    parse_base_url,
 )
 from muretai_cli.verdict import Reason, Verdict, error, warning
 
@@ -79,6 +80,15 @@ class CardCheck:
         out["contact"] = self.contact.to_json() if self.contact else None
         out["org"] = self.org.to_json() if self.org else None
         return out
+
+
+@lru_cache(maxsize=512)
+def canonical_base(text: str) -> BaseUrl | None:
+    """The canonical base a URL names (http allowed, as a card may name loopback), or None."""
+    try:
+        return parse_base_url(text, require_https=False)
+    except InputError:
+        return None
 
 
 def card_from_body(raw: bytes, where: str) -> dict[str, Any]:
@@ -174,20 +184,20 @@ def judge_card(base: BaseUrl, card: object, envelope: object | None, *, now: int
                unsigned_why: str | None = None,
                envelope_refusal: Reason | None = None) -> CardCheck:
     """Every rule a card must meet, for the base it was dialled at. Pure but for the pin."""
-    from muretai_cli.seam import public_from_did
+    from muretai_cli.seam import verifying_key_from_did
 
     if not isinstance(card, dict) or not isinstance(card.get("did"), str):
         return CardCheck(base, Verdict.of(base.text, [error(
             "malformed-card", "a card is an object naming its did")]), None, "refused")
     did = card["did"]
     try:
-        public_from_did(did)
+        verifying_key_from_did(did)
     except MuretaiError as exc:
         return CardCheck(base, Verdict.of(base.text, [error(
             "malformed-card", f"the card's did is unusable: {exc.detail}")]), card, "refused")
     reasons: list[Reason] = []
     url = card.get("url")
-    if not isinstance(url, str) or not same_base(url, base):
+    if not isinstance(url, str) or canonical_base(url) != base:
         reasons.append(error("card-url-mismatch", f"the card's url {str(url)[:200]!r} does not "
                                                   f"name the base dialled, {base.text}"))
     ts: int | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from muretai_cli.artifacts.handoff import Handoff, HandoffEntry, parse_handoff
@@ -162,6 +163,12 @@ class HandoffReport:
         return out
 
 
+@lru_cache(maxsize=256)
+def _base_of(url: str) -> BaseUrl:
+    """``base_from_any``, remembered: batches name the same few card URLs again and again."""
+    return base_from_any(url)
+
+
 _IGNORED = ("from", "as", "agent_name", "agentName", "sender", "identity")
 
 
@@ -248,7 +255,7 @@ class _Checker:
         if not isinstance(connect, str):
             return [error("connect-malformed", "connect is neither a grant nor a card URL")]
         try:
-            base = base_from_any(connect)
+            base = _base_of(connect)
         except InputError as exc:
             return [error("connect-bad-url", f"connect: {exc.detail}")]
         if base.origin != self.origin.origin:
