@@ -62,6 +62,12 @@ def test_malformed_spellings_refused(text: str) -> None:
     assert info.value.code == "sig-not-canonical-base64"
 
 
+def test_length_is_named() -> None:
+    with pytest.raises(Refused) as info:
+        b64decode_strict(GOOD.rstrip("="))
+    assert "multiple of 4" in info.value.detail
+
+
 @pytest.mark.parametrize("value", [None, 1, b"AAAA", ["AAAA"]])
 def test_non_strings_refused(value: object) -> None:
     with pytest.raises(Refused):

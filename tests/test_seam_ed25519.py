@@ -120,11 +120,15 @@ def test_cryptography_alone_accepts_the_universal_blob_and_we_refuse_it() -> Non
 @pytest.mark.parametrize("enc", sorted(SMALL_ORDER_ENCODINGS), ids=lambda e: e.hex()[:6] + (
     "-neg" if e[31] & 0x80 else ""))
 def test_every_small_order_key_forges_under_openssl_and_is_refused(enc: bytes) -> None:
-    """For each key of order n | 8: R = identity, S = 0 verifies whenever 8 | h. OpenSSL
-    says yes to all fourteen; the seam says small-order-key before it asks."""
+    """For a key A of order n | 8, ``R = [s]B, S = s`` verifies whenever 8 | h, for any s and
+    without any private key. R is an ordinary point, so only the key check can stop it:
+    OpenSSL says yes to all fourteen; the seam says small-order-key before it asks."""
     did = did_from_public(enc)
-    fields = _grind(enc, IDENTITY_ENC, lambda h: h % 8 == 0, did)
-    sig = IDENTITY_ENC + bytes(32)
+    s = 0xC0FFEE
+    r_enc = ed.encode(ed.mul(s, ed.BASE))
+    assert r_enc not in SMALL_ORDER_ENCODINGS
+    fields = _grind(enc, r_enc, lambda h: h % 8 == 0, did)
+    sig = r_enc + s.to_bytes(32, "little")
     assert _openssl_accepts(enc, sig, canonical_bytes(fields))
     assert _refusal({**fields, "sig": b64encode(sig)}) == "small-order-key"
 
