@@ -39,7 +39,8 @@ class Demo:
         self.steps += 1
         say(f"\n[{self.steps}] {title}")
         say(f"    $ muretai {' '.join(shlex.quote(a) for a in args)}")
-        proc = subprocess.run([sys.executable, "-m", "muretai_cli", *args], input=stdin,
+        # Our own CLI under our own interpreter, arguments as a list: no shell involved.
+        proc = subprocess.run([sys.executable, "-m", "muretai_cli", *args], input=stdin,  # noqa: S603
                               capture_output=True, text=True, env=self.env, timeout=120,
                               check=False)
         if show:
