@@ -65,7 +65,8 @@ def code_of(doc: dict[str, Any]) -> int | None:
 
 @contextmanager
 def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
-              rate_total: int = 0, slow: float = 10.0, name: str = "door") -> Iterator[Live]:
+              rate_total: int = 0, slow: float = 10.0, name: str = "door",
+              http: str = "auto") -> Iterator[Live]:
     store_keys = KeyStore(keys_dir())
     ident = store_keys.load(name) if store_keys.path_of(name).exists() else store_keys.create(name)
     sock = bind("127.0.0.1", 0)
@@ -76,7 +77,8 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
                         slow_seconds=slow)
     key = ident.signing_key()
     door = Door(key, config, DoorStore(db_path(ident.did)))
-    server = uvicorn.Server(server_config(build_app(door), door, host="127.0.0.1", port=port))
+    server = uvicorn.Server(server_config(build_app(door), door, host="127.0.0.1", port=port,
+                                          http=http))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

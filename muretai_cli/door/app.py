@@ -23,6 +23,14 @@ import h11
 from starlette.applications import Starlette
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    _HAVE_HTTPTOOLS = True
+except ImportError:  # pragma: no cover - httptools is optional for uvicorn
+    _HAVE_HTTPTOOLS = False
+    HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
+
 from muretai_cli.door.core import JSON_HEADERS, Door
 from muretai_cli.door.ladder import MAX_BODY
 from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH, LEGACY_CARD_PATH
@@ -165,6 +173,7 @@ def build_app(door: Door) -> Starlette:
     return app
 
 
+MAX_HEADER_BYTES = 64 * 1024
 _TIMEOUT_BODY = b'{"error":"request headers did not arrive in time"}'
 _TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
                 b"content-length: " + str(len(_TIMEOUT_BODY)).encode() +
@@ -247,16 +256,79 @@ class SlowAwareH11(H11Protocol):
             self.transport.close()
 
 
-def protocol_for(slow_seconds: float) -> type[SlowAwareH11]:
-    return type("DoorH11", (SlowAwareH11,), {"header_seconds": slow_seconds})
+class SlowAwareHttpTools(HttpToolsProtocol):
+    """uvicorn's httptools protocol, with the same header deadline, a header-size bound, and
+    absolute-form request-targets kept as written (so they match no route: 404)."""
+
+    header_seconds = 10.0
+    _header_timer: asyncio.TimerHandle | None = None
+    _awaiting_headers = True
+    _header_bytes = 0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._header_timer is None and not self.transport.is_closing():
+            self._header_timer = self.loop.call_later(self.header_seconds, self._headers_late)
+
+    def _stop(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._awaiting_headers:
+            end = data.find(b"\r\n\r\n")
+            self._header_bytes += len(data) if end < 0 else end
+            if self._header_bytes > MAX_HEADER_BYTES:
+                self._stop()
+                self.send_400_response("Request headers too large.")
+                return
+            self._arm()
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        self._awaiting_headers = False
+        self._stop()
+        super().on_headers_complete()
+        if not self.url.startswith(b"/"):
+            self.scope["raw_path"] = self.url  # absolute form: answers no route
+
+    def on_response_complete(self) -> None:
+        self._awaiting_headers = True
+        self._header_bytes = 0
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop()
+        super().connection_lost(exc)
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self._awaiting_headers and not self.transport.is_closing():
+            self.transport.write(_TIMEOUT_408)
+            self.transport.close()
 
 
-def server_config(app: Starlette, door: Door, *, host: str, port: int) -> uvicorn.Config:
+def protocol_for(slow_seconds: float, kind: str = "auto") -> type[asyncio.Protocol]:
+    """The HTTP protocol class: httptools when installed (cheaper per request), else h11."""
+    base: type[asyncio.Protocol] = SlowAwareH11
+    if kind in ("auto", "httptools") and _HAVE_HTTPTOOLS:
+        base = SlowAwareHttpTools
+    return type("DoorHTTPProtocol", (base,), {"header_seconds": slow_seconds})
+
+
+def server_config(app: Starlette, door: Door, *, host: str, port: int,
+                  http: str = "auto") -> uvicorn.Config:
     import uvicorn
 
-    return uvicorn.Config(app, host=host, port=port, http=protocol_for(door.config.slow_seconds),
+    return uvicorn.Config(app, host=host, port=port,
+                          http=protocol_for(door.config.slow_seconds, http),
                           lifespan="on", access_log=False, log_level="warning",
-                          timeout_keep_alive=5, server_header=False, date_header=False)
+                          timeout_keep_alive=5, server_header=False, date_header=False,
+                          proxy_headers=False)
 
 
 def bind(host: str, port: int) -> socket.socket:
