@@ -230,8 +230,8 @@ class Door:
         from muretai_cli.artifacts.message import signed_message
 
         message = signed_message(self.key, to=env["from"],
-                                 text=f"{outcome}: your message {env['messageId'][:64]} is in "
-                                      "the inbox.", now=now, context_id=env["contextId"],
+                                 text=f"{outcome}: delivered to {self.config.name}'s inbox",
+                                 now=now, context_id=env["contextId"],
                                  role="agent", reply_to=env["messageId"])
         message["contextId"] = env["contextId"]
         return message
