@@ -40,7 +40,8 @@ from tests.servers import serve_asgi
 DAY = 86400
 # Doors that answer -32601 to contact/redeem and take messages without one (like Agent Entry).
 OPEN_DOORS = {"open", "unsigned", "reply-forged", "reply-stale", "reply-other",
-              "reply-unsigned", "reply-task", "reply-none", "rate", "busy", "approval",
+              "reply-unsigned", "reply-task", "reply-none", "reply-misdirected",
+              "reply-from-other", "rate", "busy", "approval",
               "rpc-error", "rotating", "sales", "legacy", "moved", "stale-env", "grant-other",
               "grant-expired", "org-other"}
 WITH_GRANT = {"good", "support", "grant-other", "grant-expired"}
@@ -258,9 +259,13 @@ class HostileSite:
         if name == "reply-forged":
             signer = self.other_key
             env["sig"] = signer.sign(signing_payload(env))
+        if name == "reply-from-other":  # the door's own signature over another sender's name
+            env["from"] = self.other_key.did
+            env["sig"] = door.sign(signing_payload(env))
         if name == "reply-unsigned":
             env["sig"] = None
-        message = build_message(env, role="agent", reply_to=fields["messageId"])
+        answers = "m-someone-elses" if name == "reply-misdirected" else fields["messageId"]
+        message = build_message(env, role="agent", reply_to=answers)
         if name == "reply-unsigned":
             del message["metadata"]["sig"]
         if name == "reply-task":

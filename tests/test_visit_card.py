@@ -234,3 +234,40 @@ def test_cli_card_fetch_json_and_text(site: tuple[HostileSite, str]) -> None:
     assert json.loads(pins.stdout)["pins"][0]["did"] == hostile.did("good")
     black = runner.invoke(app, ["card", "fetch", f"{base}/blackhole", "--timeout", "1"])
     assert black.exit_code == 5
+
+
+def test_no_fallback_to_agent_json_except_on_404(site: tuple[HostileSite, str]) -> None:
+    hostile, base = site
+    from muretai_cli.errors import PeerRefused
+
+    with pytest.raises(PeerRefused) as err:
+        fetch(base, "card-500")
+    assert err.value.data["status"] == 500
+    assert "/card-500/.well-known/agent.json" not in hostile.gets
+    out = CliRunner().invoke(app, ["card", "fetch", f"{base}/card-500"])
+    assert out.exit_code == 4
+
+
+def test_offline_handoff_check_imports_no_network_stack(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    key = SigningKey(b"\x09" * 32)
+    card = {"did": key.did, "url": "https://support.example.com"}
+    (tmp_path / "card.json").write_text(json.dumps(sign_card_envelope(key, card, 1000)))
+    (tmp_path / "r.json").write_text(json.dumps(
+        {"_meta": {"handoff": {"v": 1, "next": [{"kind": "dm", "to": key.did}]}}}))
+    code = (
+        "import sys\n"
+        "from muretai_cli.cli import app\n"
+        "try:\n"
+        f"    app(['handoff', 'check', {str(tmp_path / 'r.json')!r}, '--origin',\n"
+        f"         'https://support.example.com', '--offline', '--card',\n"
+        f"         {str(tmp_path / 'card.json')!r}, '--now', '1000'])\n"
+        "except SystemExit as e:\n"
+        "    code = e.code\n"
+        "print('EXIT', code, sorted(m for m in ('httpx', 'uvicorn', 'starlette', 'sqlite3')\n"
+        "                           if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=False)
+    assert out.stdout.strip().splitlines()[-1] == "EXIT 0 []", out.stdout + out.stderr
