@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from muretai_cli.artifacts.message import build_message_send, signed_message
 from muretai_cli.seam import SigningKey, sign_card_envelope
 
@@ -83,3 +85,20 @@ def test_did_resolve_as_a_process_imports_no_network_module() -> None:
     assert "muretai_cli.did" in imported  # the measurement saw the command's own imports
     assert not {m for m in imported if m.split(".")[0] in FORBIDDEN}
     assert "cryptography" not in {m.split(".")[0] for m in imported}  # resolve needs no crypto
+
+
+STDLIB_NETWORK = ("ssl", "http", "urllib.request")  # email and socket: Typer's own floor
+
+
+@pytest.mark.xfail(reason="cli/_demo.py imports urllib.request (and with it ssl, http.client, "
+                          "email.message) at module level: ~20 ms of every start. Import it inside "
+                          "the demo command; then this passes.", strict=False)
+def test_did_resolve_loads_no_stdlib_network_stack() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "muretai_cli", "did", "resolve", SENDER.did],
+        capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert not {m for m in imported if m.split(".")[0] in ("ssl", "http")
+                or m in STDLIB_NETWORK}
