@@ -159,9 +159,11 @@ class SafeClient:
         self.skipped.append({"method": method, "url": url, "reason": why})
 
     def deadline_error(self, where: str) -> DeadlineExceeded:
-        return DeadlineExceeded(
-            "deadline", f"the {self.deadline.seconds:g} s deadline ran out {where}",
-            hint="raise --timeout, or try again later", data=self.report())
+        detail = f"the {self.deadline.seconds:g} s deadline ran out {where}"
+        if self.skipped:
+            detail += "; not reached: " + ", ".join(s["url"] for s in self.skipped)
+        return DeadlineExceeded("deadline", detail, hint="raise --timeout, or try again later",
+                                data=self.report())
 
     def get(self, url: str, *, accept: str = "application/json") -> HttpResult:
         """GET ``url``, following same-origin redirects at most ``max_redirects`` times."""
