@@ -115,6 +115,8 @@ def test_utf16le_of_a_short_ascii_document_refused() -> None:
     ("reversed-pair", b'{"s":"\\udc00\\ud800"}', "lone-surrogate"),
     ("nan", b'{"x":NaN}', "non-finite-number"),
     ("infinity", b'{"x":-Infinity}', "non-finite-number"),
+    ("overflowing-literal", b'{"x":1e400}', "non-finite-number"),  # a float, yet inf
+    ("overflowing-negative", b'[-1.5E+999]', "non-finite-number"),
     ("truncated", b'{"s":"x"', "invalid-json"),
     ("empty", b"", "invalid-json"),
     ("trailing-garbage", b'{"s":1} x', "invalid-json"),
@@ -133,6 +135,11 @@ def test_a_well_formed_pair_is_one_character_either_way() -> None:
 
 def test_literal_replacement_character_is_accepted() -> None:
     assert parse_document('{"s":"\ufffd"}'.encode()) == {"s": "\ufffd"}
+
+
+def test_finite_floats_still_parse() -> None:
+    """The verifier must see a float to call it float-in-payload; only infinity is refused."""
+    assert parse_document(b"[1.5,1e308,-0.0,1e-400]") == [1.5, 1e308, -0.0, 0.0]
 
 
 def test_duplicate_keys_last_wins() -> None:

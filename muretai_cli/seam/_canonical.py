@@ -8,6 +8,7 @@ a repairing reader would silently turn into a different document.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -43,6 +44,13 @@ def canonical_bytes(value: Any) -> bytes:
 
 def _refuse_constant(name: str) -> Any:
     raise InputError("non-finite-number", f"{name} is not a JSON number")
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):  # 1e400 overflows to inf without being "Infinity"
+        raise InputError("non-finite-number", f"{text[:40]} overflows to infinity")
+    return value
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -84,7 +92,7 @@ def parse_document(raw: bytes) -> Any:
     if "\x00" in text[:4] and raw.strip():
         raise InputError("not-utf8", "the document looks like UTF-16 or UTF-32; only UTF-8")
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float)
     except InputError:
         raise
     except RecursionError:
