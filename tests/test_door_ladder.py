@@ -278,3 +278,22 @@ def test_card_routes_and_envelope() -> None:
         assert verify_card_envelope(env3, expected_did=door.did)["contact"] == grant
         assert run("contact", "revoke", "--as", "door", grant["id"]).exit_code == 0
         assert "contact" not in httpx.get(door.base + "/.well-known/agent.json").json()
+
+
+def test_keyless_walk_in_is_told_the_terms_partial_envelope_is_not(door: Live,
+                                                                    alice: SigningKey) -> None:
+    card = httpx.get(door.origin + "/.well-known/agent-card.json").json()
+    scheme = card["securitySchemes"]["did-key-ed25519"]["agentEntry"]
+    assert card["security"] == [{"did-key-ed25519": []}]
+    assert scheme["recipient"] == door.did and scheme["endpoint"] == door.origin + "/"
+    assert scheme["signedFields"] == ["contextId", "from", "messageId", "text", "timestamp",
+                                      "to"]
+    assert isinstance(scheme["exampleRequest"], dict)
+    req = send_request(alice, door.did)
+    del req["params"]["message"]["metadata"]
+    doc = door.rpc(req)
+    assert code_of(doc) == -32001 and doc["error"]["data"]["accepts"] == [scheme]
+    req = send_request(alice, door.did)
+    del req["params"]["message"]["metadata"]["sig"]
+    doc = door.rpc(req)
+    assert code_of(doc) == -32001 and "accepts" not in doc["error"]["data"]

@@ -28,6 +28,7 @@ Policy = Literal["open", "quarantine", "closed"]
 POLICIES: tuple[Policy, ...] = ("open", "quarantine", "closed")
 RESIGN_EVERY = 3600
 PROTOCOL_VERSION = "0.2"
+SCHEME = "did-key-ed25519"
 JSON_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-type", b"application/json; charset=utf-8"),
     (b"access-control-allow-origin", b"*"),
@@ -74,6 +75,8 @@ class Door:
         self._env_bytes = b""
         self._env_ts = 0
         self._last_prune = 0
+        endpoint = config.url.text if config.url.path else config.url.origin + "/"
+        self.terms = terms(self.did, endpoint, config.policy)
 
     # -- the card ----------------------------------------------------------------------
     def card(self, now: int) -> dict[str, Any]:
@@ -100,6 +103,13 @@ class Door:
             "muretai": {"open_door": open_door, "dmPolicy": self.config.policy,
                         "methods": list(ladder.METHODS)},
         }
+        card["securitySchemes"] = {SCHEME: {
+            "type": SCHEME,
+            "description": "Sign every message/send with an Ed25519 did:key over the six "
+                           "fields; the recipe is under agentEntry beside this line.",
+            "agentEntry": self.terms,
+        }}
+        card["security"] = [{SCHEME: []}]
         if grant is not None:
             card["contact"] = grant.doc
         if self.config.org is not None:
@@ -175,7 +185,7 @@ class Door:
     def _message(self, params: dict[str, Any], now: int) -> dict[str, Any]:
         env = ladder.a2a_message(params)
         ladder.text_size(env["text"])
-        fields = ladder.six(env)
+        fields = ladder.six(env, self.terms)
         ladder.recipient(fields, self.did)
         ladder.fresh(fields["timestamp"], now)
         seen, status = self.store.lookup(fields["messageId"], fields["from"], now)
@@ -270,3 +280,38 @@ class Door:
         except MuretaiError as exc:
             raise ladder.refused(-32011, exc) from None
         return {"ok": True, "expires": expires, "grantId": checked["id"]}
+
+
+def terms(did: str, endpoint: str, policy: str) -> dict[str, Any]:
+    """The door's terms, published on the card and returned to a keyless walk-in (one object)."""
+    return {
+        "scheme": SCHEME,
+        "instruction": "Make an Ed25519 key pair (any crypto library), derive your did:key, "
+                       "sign the six fields below and POST the request shown in "
+                       "exampleRequest to endpoint. No account is needed. This door's "
+                       f"policy is {policy}: a new sender may need a contact grant "
+                       "(contact/redeem) or the owner's approval.",
+        "in": "params.message.metadata",
+        "endpoint": endpoint,
+        "recipient": did,
+        "identity": "metadata.from = did:key:z + base58btc(0xed01 followed by the 32-byte "
+                    "Ed25519 public key)",
+        "signedFields": ["contextId", "from", "messageId", "text", "timestamp", "to"],
+        "canonicalization": "A JSON object of exactly the six fields, keys sorted by code "
+                            "point, separators ',' and ':', no whitespace, non-ASCII as is, "
+                            "UTF-8; contextId is null when there is no conversation yet, and "
+                            "is still signed.",
+        "signature": "metadata.sig = standard padded base64 of the 64-byte Ed25519 signature "
+                     "over those bytes",
+        "timestamp": "metadata.timestamp = integer epoch seconds, within 300 s of this door's "
+                     "clock",
+        "exampleRequest": {
+            "jsonrpc": "2.0", "id": 1, "method": "message/send",
+            "params": {"message": {
+                "kind": "message", "role": "user", "messageId": "<a fresh unique id>",
+                "contextId": None, "parts": [{"kind": "text", "text": "<your message>"}],
+                "metadata": {"from": "<your did:key>", "to": did,
+                             "timestamp": "<integer epoch seconds, a JSON number>",
+                             "sig": "<base64 signature over the six fields>"}}},
+        },
+    }

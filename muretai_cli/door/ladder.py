@@ -140,9 +140,13 @@ def text_size(text: str) -> None:
 
 
 # -- rung 6: the six fields present and typed ----------------------------------------------
-def six(env: dict[str, Any]) -> dict[str, Any]:
+def six(env: dict[str, Any], terms: dict[str, Any]) -> dict[str, Any]:
+    """The six fields; a keyless walk-in (no from, to or sig) is told the door's terms."""
     from muretai_cli.seam import six_fields
 
+    if env.get("from") is None and env.get("to") is None and env.get("sig") is None:
+        raise RpcError(-32001, "no-envelope", data={"reason": "no-envelope",
+                                                    "accepts": [terms]})
     if env.get("sig") is None:
         raise RpcError(-32001, "missing-sig")
     try:
