@@ -40,7 +40,7 @@ from tests.servers import serve_asgi
 DAY = 86400
 # Doors that answer -32601 to contact/redeem and take messages without one (like Agent Entry).
 OPEN_DOORS = {"open", "unsigned", "reply-forged", "reply-stale", "reply-other",
-              "reply-unsigned", "reply-task", "reply-none", "reply-misdirected",
+              "reply-unsigned", "reply-task", "reply-none", "reply-misdirected", "reply-garbage",
               "reply-from-other", "rate", "busy", "approval",
               "rpc-error", "rotating", "sales", "legacy", "moved", "stale-env", "grant-other",
               "grant-expired", "org-other"}
@@ -241,6 +241,8 @@ class HostileSite:
             return rpc_error(-32001, f"refused: {exc.code}")
         if name not in OPEN_DOORS and fields["from"] not in self.redeemed.get(name, set()):
             return rpc_error(-32010, "introduction required")
+        if name == "reply-garbage":
+            return Response(b"<html>thanks!</html>", media_type="text/html")
         return JSONResponse({"jsonrpc": "2.0", "id": rid,
                              "result": self.reply(name, fields, now)})
 

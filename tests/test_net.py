@@ -246,3 +246,14 @@ def test_offline_import_does_not_load_httpx() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_public_surface() -> None:
+    import muretai_cli.net as net
+
+    assert sorted(net.__all__) == sorted(["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "MAX_REDIRECTS",
+                                          "Deadline", "HttpResult", "SafeClient",
+                                          "check_request_url", "http_refusal", "origin_of",
+                                          "retry_after_seconds", "user_agent"])
+    for name in net.__all__:
+        assert getattr(net, name) is not None

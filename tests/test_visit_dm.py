@@ -92,6 +92,7 @@ def test_card_without_grant_sends_without_redeem(site: tuple[HostileSite, str], 
                                             ("reply-other", "reply-to-other"),
                                             ("reply-unsigned", "reply-unsigned"),
                                             ("reply-none", "no-reply"),
+                                            ("reply-garbage", "no-reply"),
                                             ("reply-misdirected", "reply-to-other-message"),
                                             ("reply-from-other", "reply-from-other")])
 def test_bad_replies_are_named_and_not_remembered(site: tuple[HostileSite, str], me: str,

@@ -142,8 +142,12 @@ def resolve_target(to_did: str, *, connect: str | Mapping[str, Any] | None,
     return Target(to_did, known.endpoint, base_from_any(known.base), None, "connection")
 
 
-def _rpc_answer(result: HttpResult, what: str) -> dict[str, Any]:
-    """The JSON-RPC answer; HTTP refusals and JSON-RPC errors become ``PeerRefused``."""
+def _rpc_answer(result: HttpResult, what: str, *, missing_ok: bool = False) -> dict[str, Any]:
+    """The JSON-RPC answer; HTTP refusals and JSON-RPC errors become ``PeerRefused``.
+
+    With ``missing_ok``, a 2xx answer that is no JSON-RPC object is an empty answer (the
+    caller reports it as no reply) rather than a refusal.
+    """
     from muretai_cli.net import http_refusal
     from muretai_cli.seam import parse_document
 
@@ -168,6 +172,8 @@ def _rpc_answer(result: HttpResult, what: str) -> dict[str, Any]:
     if refusal is not None:
         raise refusal
     if not isinstance(doc, dict):
+        if missing_ok:
+            return {}
         raise PeerRefused("malformed-answer", f"the door's answer to {what} is not a JSON-RPC "
                                               "object", data={"status": result.status})
     return doc
@@ -294,7 +300,7 @@ def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, n
                              context_id=context_id)
     request = build_message_send(message)
     answer = client.post_json(target.endpoint, canonical_bytes(request))
-    doc = _rpc_answer(answer, "message/send")
+    doc = _rpc_answer(answer, "message/send", missing_ok=True)
     reply = check_reply(doc, door_did=target.door_did, me=key.did,
                         sent_id=message["messageId"], now=now)
     remembered = False
