@@ -95,6 +95,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--senders", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=400)
+    parser.add_argument("--http", default="auto", help="the door's parser: auto|httptools|h11")
     args = parser.parse_args()
 
     home = tempfile.mkdtemp(prefix="muretai-bench-")
@@ -104,7 +105,8 @@ def main() -> None:
     door_did = json.loads(Path(home, "keys", "door.key").read_text())["did"]
     proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "serve", "--as", "door",
                              "--url", "http://127.0.0.1", "--port", "0", "--dm-policy", "open",
-                             "--rate-per-sender", "0", "--rate-total", "0"],
+                             "--rate-per-sender", "0", "--rate-total", "0",
+                             "--http", args.http],
                             env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             cwd=ROOT)
     try:
@@ -155,6 +157,7 @@ def main() -> None:
         verifies = ed25519_verifies_per_second()
         summary = {
             "bench": "door",
+            "http": args.http,
             "clients": args.clients,
             "senders": args.senders,
             "messages": len(load),

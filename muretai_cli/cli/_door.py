@@ -73,6 +73,8 @@ def serve(
         "--durable", help="synchronous=FULL: commits also survive power loss.")] = False,
     slow_seconds: Annotated[float, typer.Option(
         "--slow-seconds", hidden=True, help="Deadline for headers and for the body.")] = 10.0,
+    http: Annotated[str, typer.Option(
+        "--http", hidden=True, help="HTTP parser: auto | httptools | h11.")] = "auto",
     keys: KeysOpt = None,
 ) -> None:
     """Run the door: the signed card, message/send and contact/redeem, on 127.0.0.1."""
@@ -116,7 +118,7 @@ def serve(
     bound = sock.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     app = build_app(door)
-    server = uvicorn.Server(server_config(app, door, host=host, port=bound[1]))
+    server = uvicorn.Server(server_config(app, door, host=host, port=bound[1], http=http))
     note(f"listening on http://{shown}:{bound[1]} as {ident.did}")
     note(f"card: {base.join('/.well-known/agent-card.json')} (policy {dm_policy}, "
          f"db {door.store.path})")
