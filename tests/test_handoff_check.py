@@ -332,3 +332,15 @@ def test_follow_refused_handoff_sends_nothing(site: tuple[HostileSite, str], me:
     out = follow(doc, "--origin", f"{base}/good", "--send")
     assert out.exit_code == 1 and "to-not-on-card" in out.stdout
     assert hostile.posts[mark:] == []
+
+
+def test_tool_results_from_the_site_prose_never_becomes_a_handoff(
+        site: tuple[HostileSite, str]) -> None:
+    hostile, base = site
+    lines = "".join(httpx.get(f"{base}/tools/{kind}").text + "\n"
+                    for kind in ("meta", "prose", "structured"))
+    out = check("-", "--origin", f"{base}/good", "--json", input=lines)
+    results = json.loads(out.stdout)["results"]
+    assert [r["ok"] for r in results] == [True, False, False]
+    assert [r["handoff"] for r in results] == [True, False, False]
+    assert hostile.other_key.did not in json.dumps(results[1:])

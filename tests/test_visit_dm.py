@@ -237,3 +237,15 @@ def test_black_hole_door_times_out_after_exactly_one_post(site: tuple[HostileSit
     assert out.exit_code == 5, out.output
     assert time.monotonic() - started < 3
     assert posts_to(hostile, "blackhole", mark) == ["message/send"]
+
+
+def test_refused_redeem_sends_no_message(site: tuple[HostileSite, str], me: str,
+                                         tmp_path: Path) -> None:
+    hostile, base = site
+    grant = tmp_path / "grant.json"
+    grant.write_text(json.dumps(mint_grant(hostile.key("rate"), uses=1, now=int(time.time()))))
+    mark = len(hostile.posts)
+    out = dm(hostile.did("rate"), "hi", "--connect", str(grant), "--card-url", f"{base}/rate",
+             "--json")
+    assert out.exit_code == 4 and as_json(out)["retryAfter"] == 7
+    assert posts_to(hostile, "rate", mark) == ["contact/redeem"]
