@@ -78,6 +78,37 @@ def test_malformed_framing_gets_400_or_404(http: str) -> None:
         assert status_of(resp) == 400
 
 
+@each_protocol
+def test_pipelined_requests_each_get_their_answer(http: str) -> None:
+    with live_door("open", http=http) as door:
+        alice = SigningKey.generate()
+        raw = b""
+        for i in range(3):
+            body = json.dumps(send_request(alice, door.did, f"p{i}")).encode()
+            raw += b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        host, port = door.origin.split("//")[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(raw)
+            data = b""
+            while data.count(b'"result"') < 3:
+                chunk = s.recv(65536)
+                assert chunk, data
+                data += chunk
+        assert data.count(b"HTTP/1.1 200") == 3
+
+
+def test_unusable_database_is_named(tmp_path: object) -> None:
+    from muretai_cli.door.store import DoorStore, db_path
+    from muretai_cli.errors import InputError
+
+    did = SigningKey.generate().did
+    path = db_path(did)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"not a database" * 100)
+    with pytest.raises(InputError, match="bad-database"):
+        DoorStore(path)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,

@@ -117,10 +117,14 @@ class DoorStore:
         self.path = path
         self.db = sqlite3.connect(path, isolation_level=None, timeout=10.0,
                                   check_same_thread=False, cached_statements=256)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        self.db.execute("PRAGMA foreign_keys=OFF")
-        self.db.executescript(SCHEMA)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise InputError("bad-database", f"{path} is not a usable door database ({exc})",
+                             hint="move it aside; the door starts a new one") from None
         path.chmod(0o600)
 
     def close(self) -> None:
