@@ -297,3 +297,15 @@ def test_keyless_walk_in_is_told_the_terms_partial_envelope_is_not(door: Live,
     del req["params"]["message"]["metadata"]["sig"]
     doc = door.rpc(req)
     assert code_of(doc) == -32001 and "accepts" not in doc["error"]["data"]
+
+
+def test_internal_fault_is_32603_without_internals(door: Live, alice: SigningKey) -> None:
+    def boom(*_: object) -> None:
+        raise RuntimeError("secret internal state /etc/passwd")
+
+    door.door.store.lookup = boom  # type: ignore[method-assign,assignment]
+    resp = door.post(send_request(alice, door.did, rid="x-1"))
+    assert resp.status_code == 200
+    assert resp.json() == {"jsonrpc": "2.0", "id": "x-1",
+                           "error": {"code": -32603, "message": "Internal error"}}
+    assert "secret" not in resp.text and "Traceback" not in resp.text

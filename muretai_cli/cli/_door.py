@@ -5,7 +5,6 @@ starlette, uvicorn and sqlite3 are imported inside the commands, never at CLI im
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -22,19 +21,6 @@ if TYPE_CHECKING:
 contact_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke contact grants.")
 
 AsOpt = Annotated[str, typer.Option("--as", help="The identity whose door this is.")]
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DURATION = re.compile(r"([0-9]{1,9})([smhdw]?)")
-
-
-def parse_duration(text: str, *, name: str = "duration") -> int:
-    """Seconds in ``90``, ``90s``, ``5m``, ``2h``, ``7d``, ``1w`` (private until a shared
-    ``durations`` module lands)."""
-    match = _DURATION.fullmatch(text.strip().lower())
-    seconds = int(match.group(1)) * _UNITS[match.group(2) or "s"] if match else 0
-    if not 0 < seconds <= 100 * 365 * 86400:
-        raise InputError("bad-duration", f"{name} {text[:40]!r} is not a duration",
-                         hint="write a whole number with s, m, h, d or w (e.g. 30s, 7d, 2w)")
-    return seconds
 
 
 def load_identity(name: str, keys: Path | None) -> Identity:
@@ -137,6 +123,7 @@ def issue(
 ) -> None:
     """Mint a contact grant, record it, and make it the card's contact. Prints the grant."""
     from muretai_cli.artifacts.grant import mint_grant
+    from muretai_cli.durations import parse_duration
 
     ttl = parse_duration(expires, name="--expires")
     if uses < 1:
