@@ -10,7 +10,7 @@ from tests.door_helpers import live_door
 
 
 def test_op_contact_dm_through_a_grant() -> None:
-    with live_door("closed") as door:
+    with live_door("closed", path="/desk") as door:
         issued = run("contact", "issue", "--as", "door", "--uses", "2", "--expires", "1h")
         assert issued.exit_code == 0, issued.stderr
         new_identity("vis")
