@@ -40,6 +40,20 @@ def test_slow_headers_and_body_get_408(http: str) -> None:
 
 
 @each_protocol
+def test_one_deadline_covers_headers_and_body(http: str) -> None:
+    with live_door("open", slow=1.0, http=http) as door:
+        host, port = door.origin.split("//")[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            started = time.monotonic()
+            s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\n")
+            time.sleep(0.7)
+            s.sendall(b"Content-Length: 10\r\n\r\n{")
+            answer = s.recv(4096)
+            elapsed = time.monotonic() - started
+        assert answer.startswith(b"HTTP/1.1 408") and elapsed < 1.5, (answer[:40], elapsed)
+
+
+@each_protocol
 def test_trickled_body_cannot_hold_a_worker(http: str) -> None:
     with live_door("open", slow=0.8, http=http) as door:
         host, port = door.origin.split("//")[1].split(":")

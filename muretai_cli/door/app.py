@@ -7,8 +7,8 @@ Routes hang off the ``--url`` path and are matched exactly, on the raw request-t
 another method there is 405.
 
 Transport bounds: a body over 1 MiB is 413 before it is parsed (by ``Content-Length``, or as
-it streams); headers and body must each arrive within ``slow_seconds`` (10 s), else 408;
-malformed framing is uvicorn's 400.
+it streams); the request line, headers and body must all arrive within ``slow_seconds`` (10 s)
+of the door starting to wait for them, else 408; malformed framing is uvicorn's 400.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ Send = Callable[[Message], Awaitable[None]]
 _CORS = ((b"access-control-allow-origin", b"*"),
          (b"access-control-allow-headers", b"content-type"),
          (b"access-control-max-age", b"600"))
+STARTED = "muretai.request_started"  # scope key: when the door began awaiting this request
 _GET_ALLOW = b"GET, HEAD, OPTIONS"
 _INTERNAL = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}'
 _POST_ALLOW = b"POST, OPTIONS"
@@ -134,8 +135,9 @@ class DoorHTTP:
         chunks: list[bytes] = []
         size = 0
         loop = asyncio.get_running_loop()
+        started = scope.get(STARTED) or loop.time()
         try:
-            async with asyncio.timeout_at(loop.time() + self.slow):
+            async with asyncio.timeout_at(started + self.slow):
                 more = True
                 while more:
                     message = await receive()
@@ -219,6 +221,7 @@ class SlowAwareH11(H11Protocol):
 
     header_seconds = 10.0
     _header_timer: asyncio.TimerHandle | None = None
+    _started = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
@@ -244,9 +247,11 @@ class SlowAwareH11(H11Protocol):
     def _watch_headers(self) -> None:
         waiting = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
         if waiting and self._header_timer is None:
+            self._started = self.loop.time()
             self._header_timer = self.loop.call_later(self.header_seconds, self._headers_late)
-        elif not waiting:
+        elif not waiting and self._header_timer is not None:
             self._stop_header_timer()
+            self.scope[STARTED] = self._started  # type: ignore[literal-required]
 
     def _headers_late(self) -> None:
         self._header_timer = None
@@ -264,6 +269,7 @@ class SlowAwareHttpTools(HttpToolsProtocol):
     _header_timer: asyncio.TimerHandle | None = None
     _awaiting_headers = True
     _header_bytes = 0
+    _started = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
@@ -271,6 +277,7 @@ class SlowAwareHttpTools(HttpToolsProtocol):
 
     def _arm(self) -> None:
         if self._header_timer is None and not self.transport.is_closing():
+            self._started = self.loop.time()
             self._header_timer = self.loop.call_later(self.header_seconds, self._headers_late)
 
     def _stop(self) -> None:
@@ -293,6 +300,7 @@ class SlowAwareHttpTools(HttpToolsProtocol):
         self._awaiting_headers = False
         self._stop()
         super().on_headers_complete()
+        self.scope[STARTED] = self._started  # type: ignore[literal-required]
         if not self.url.startswith(b"/"):
             self.scope["raw_path"] = self.url  # absolute form: answers no route
 
