@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=400)
     parser.add_argument("--http", default="auto", help="the door's parser: auto|httptools|h11")
+    parser.add_argument("--durable", action="store_true", help="serve --durable (fsync each)")
     args = parser.parse_args()
 
     home = tempfile.mkdtemp(prefix="muretai-bench-")
@@ -106,7 +107,7 @@ def main() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "serve", "--as", "door",
                              "--url", "http://127.0.0.1", "--port", "0", "--dm-policy", "open",
                              "--rate-per-sender", "0", "--rate-total", "0",
-                             "--http", args.http],
+                             "--http", args.http, *(["--durable"] if args.durable else [])],
                             env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             cwd=ROOT)
     try:
@@ -158,6 +159,7 @@ def main() -> None:
         summary = {
             "bench": "door",
             "http": args.http,
+            "durable": args.durable,
             "clients": args.clients,
             "senders": args.senders,
             "messages": len(load),
