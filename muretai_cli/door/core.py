@@ -69,7 +69,7 @@ class Door:
         self.clock = clock
         self.rate = RateLimits(config.rate_per_sender, config.rate_total)
         self.origin = config.url.origin
-        self._card_key: tuple[str, str | None] | None = None
+        self._card_rev: str | None = None
         self._card_bytes = b""
         self._card_exp = 0
         self._env_bytes = b""
@@ -119,15 +119,14 @@ class Door:
     def _refresh(self, now: int) -> None:
         """Rebuild the card when it changed, re-sign it then and at most hourly otherwise."""
         rev = self.store.card_revision()
-        key = (rev, None)
-        if key != self._card_key or (self._card_exp and now >= self._card_exp):
+        if rev != self._card_rev or (self._card_exp and now >= self._card_exp):
             from muretai_cli.seam import canonical_bytes
 
             card = self.card(now)
             contact = card.get("contact")
             self._card_exp = int(contact["exp"]) if contact else 0
             body = canonical_bytes(card)
-            self._card_key = key
+            self._card_rev = rev
             if body != self._card_bytes:
                 self._card_bytes = body
                 self._sign(card, now)
@@ -171,7 +170,7 @@ class Door:
             return err.status, _dumps(body).encode(), JSON_HEADERS + err.headers
         except Exception:
             log.exception("door: internal error answering a POST")
-            body = {"jsonrpc": "2.0", "id": rid if isinstance(rid, str | int | None) else None,
+            body = {"jsonrpc": "2.0", "id": rid,
                     "error": {"code": -32603, "message": "Internal error"}}
             return 200, _dumps(body).encode(), JSON_HEADERS
 
