@@ -18,6 +18,7 @@ from muretai_cli.seam import (
     sign_card_envelope,
     sign_envelope,
 )
+from muretai_cli.seam._canonical import MAX_DEPTH
 
 DOC = '{"b":1,"a":"日本","c":[true,null,"x/y\\u007f"]}'.encode()
 RECIPIENT = SigningKey(bytes([7]) * 32).did
@@ -124,6 +125,56 @@ def test_utf16le_of_a_short_ascii_document_refused() -> None:
 ])
 def test_parse_boundary_refusals(name: str, raw: bytes, code: str) -> None:
     assert _code(raw) == code, name
+
+
+def _at_stack_depth(frames: int, fn: Any) -> Any:
+    """Call ``fn`` with ``frames`` extra Python frames beneath it (a CLI, a web handler)."""
+    return fn() if frames == 0 else _at_stack_depth(frames - 1, fn)
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"a":' * (depth // 2) + b"[" * (depth - depth // 2) + b"1" + \
+        b"]" * (depth - depth // 2) + b"}" * (depth // 2)
+
+
+def test_nesting_limit_is_a_fixed_number() -> None:
+    assert MAX_DEPTH == 128
+    parse_document(_nested(MAX_DEPTH))
+    assert _code(_nested(MAX_DEPTH + 1)) == "too-deep"
+    assert "128" in _refusal_detail(_nested(MAX_DEPTH + 1))
+
+
+def _refusal_detail(raw: bytes) -> str:
+    with pytest.raises(InputError) as info:
+        parse_document(raw)
+    return info.value.detail
+
+
+def test_nesting_answer_does_not_depend_on_the_callers_stack() -> None:
+    """Found by testing: a document ~976 deep parsed at a shallow stack, then crashed
+    ``canonical_bytes`` with RecursionError a few frames deeper (``muretai verify card``
+    printed a traceback). Now the boundary answers the same everywhere, and whatever it
+    lets through can be encoded again from deep inside a caller."""
+    for depth in (MAX_DEPTH + 1, 976, 5000):
+        for frames in (0, 100, 400):
+            assert _at_stack_depth(frames, lambda d=depth: _code(_nested(d))) == "too-deep"
+    ok = parse_document(_nested(MAX_DEPTH))
+    assert _at_stack_depth(700, lambda: canonical_bytes(ok)).count(b"[") == MAX_DEPTH // 2
+
+
+def test_wide_but_shallow_documents_pass_the_depth_check() -> None:
+    wide = b"[" + b",".join([b'{"a":[1,{"b":[]}]}'] * 2000) + b"]"
+    assert len(parse_document(wide)) == 2000
+    assert parse_document(b'["' + b"[" * 1000 + b'"]') == ["[" * 1000]  # brackets in a string
+
+
+def test_canonical_bytes_refuses_by_name_what_it_cannot_nest() -> None:
+    value: Any = 1
+    for _ in range(5000):
+        value = [value]
+    with pytest.raises(Refused) as info:
+        canonical_bytes(value)
+    assert info.value.code == "too-deep"
 
 
 def test_a_well_formed_pair_is_one_character_either_way() -> None:

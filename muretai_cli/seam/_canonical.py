@@ -15,6 +15,10 @@ from typing import Any
 from muretai_cli.errors import InputError, Refused
 
 MAX_SAFE_INT = 2**53 - 1
+# Containers nested deeper than this are refused at the boundary. A fixed number, not the
+# interpreter's recursion limit: the same document must get the same answer however deep
+# the caller's stack is, and whatever passes must be encodable again (canonical_bytes).
+MAX_DEPTH = 128
 
 # A \uD800-\uDFFF escape (either case). Only documents containing one can smuggle a lone
 # surrogate past a strict UTF-8 decode, so the value walk below runs only for those.
@@ -40,6 +44,8 @@ def canonical_bytes(value: Any) -> bytes:
         raise Refused("non-finite-number", f"not representable as canonical JSON: {exc}") from None
     except TypeError as exc:
         raise Refused("not-json", f"not a JSON value: {exc}") from None
+    except RecursionError:
+        raise Refused("too-deep", "the value is nested too deeply to encode") from None
 
 
 def _refuse_constant(name: str) -> Any:
@@ -51,6 +57,17 @@ def _parse_float(text: str) -> float:
     if value in (math.inf, -math.inf):  # 1e400 overflows to inf without being "Infinity"
         raise InputError("non-finite-number", f"{text[:40]} overflows to infinity")
     return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -74,9 +91,9 @@ def parse_document(raw: bytes) -> Any:
     """The parse boundary: wire bytes to a JSON value, or ``InputError`` naming why not.
 
     Refuses a byte order mark, anything but strict UTF-8 (UTF-16/32 and CESU-8 included),
-    unpaired surrogates written as escapes (in keys too), NaN/Infinity, nesting deeper than
-    the interpreter can follow, and integers too long to parse. Duplicate keys are
-    last-wins, as in every reference.
+    unpaired surrogates written as escapes (in keys too), NaN/Infinity (and literals that
+    overflow to it), nesting deeper than ``MAX_DEPTH``, and integers too long to parse.
+    Duplicate keys are last-wins, as in every reference.
     """
     if not isinstance(raw, bytes | bytearray | memoryview):
         raise InputError("not-bytes", "the parse boundary takes bytes")
@@ -100,6 +117,9 @@ def parse_document(raw: bytes) -> Any:
     except ValueError as exc:
         msg = str(exc).splitlines()[0][:120]
         raise InputError("invalid-json", f"not a JSON document: {msg}") from None
+    if (isinstance(value, dict | list) and raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
+            and _deeper_than(value, MAX_DEPTH)):
+        raise InputError("too-deep", f"the document nests more than {MAX_DEPTH} levels deep")
     if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(value):
         raise InputError("lone-surrogate", "a string or key holds an unpaired surrogate")
     return value
