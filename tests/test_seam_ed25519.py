@@ -223,3 +223,12 @@ def test_torsion_control_with_even_h_verifies() -> None:
     fields, a_enc, sig = _torsion_signed(want_odd=False)
     assert ed.cofactorless_holds(a_enc, canonical_bytes(fields), sig)
     assert verify_envelope({**fields, "sig": b64encode(sig)}, to_did=RECIPIENT) == fields
+
+
+@pytest.mark.parametrize("public", [b"\xff" * 32, (2).to_bytes(32, "little"), b"\xee" * 32])
+def test_off_curve_keys_are_refused_not_crashed_on(public: bytes) -> None:
+    """Bytes that decode to no curve point: the DID spells them, the verifier says no."""
+    assert ed.decode(public) is None
+    did = did_from_public(public)
+    env = {**_fields(did, "m1"), "sig": b64encode(bytes([0x11]) * 64)}
+    assert _refusal(env) == "bad-signature"
