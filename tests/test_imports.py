@@ -13,8 +13,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from muretai_cli.artifacts.message import build_message_send, signed_message
 from muretai_cli.seam import SigningKey, sign_card_envelope
 
@@ -90,9 +88,6 @@ def test_did_resolve_as_a_process_imports_no_network_module() -> None:
 STDLIB_NETWORK = ("ssl", "http", "urllib.request")  # email and socket: Typer's own floor
 
 
-@pytest.mark.xfail(reason="cli/_demo.py imports urllib.request (and with it ssl, http.client, "
-                          "email.message) at module level: ~20 ms of every start. Import it inside "
-                          "the demo command; then this passes.", strict=False)
 def test_did_resolve_loads_no_stdlib_network_stack() -> None:
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "muretai_cli", "did", "resolve", SENDER.did],

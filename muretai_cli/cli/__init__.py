@@ -2,35 +2,22 @@
 
 The only layer that prints or exits. Command modules import the library inside each
 command, so a command pays only for what it uses (``did resolve`` never loads httpx).
+
+Start-up is part of the product: ``main()`` imports and registers only the command group
+named on the command line (all of them for ``--help``, ``--version`` or an unknown name), so
+``muretai did resolve`` costs about what a bare Typer app costs. ``app`` (the whole tree)
+is built on first access, for tests and for embedding.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from typing import Any
+
 import typer
 
 from muretai_cli import __version__
-from muretai_cli.cli import (
-    _card,
-    _conformance,
-    _demo,
-    _did,
-    _door,
-    _handoff,
-    _id,
-    _lint,
-    _op,
-    _org,
-    _sign,
-    _verify,
-)
-
-app = typer.Typer(
-    name="muretai",
-    help="DID messaging between AI agents: identities, signed cards, handoffs, signed DMs.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 
 
 def _version(value: bool) -> None:
@@ -39,28 +26,146 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
-) -> None:
-    """muretai: DID messaging between AI agents."""
+def _root_app() -> typer.Typer:
+    root = typer.Typer(
+        name="muretai",
+        help="DID messaging between AI agents: identities, signed cards, handoffs, signed DMs.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @root.callback()
+    def _root(
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                     help="Print the version and exit."),
+    ) -> None:
+        """muretai: DID messaging between AI agents."""
+
+    return root
 
 
-app.add_typer(_id.app, name="id")
-app.add_typer(_did.app, name="did")
-app.add_typer(_sign.app, name="sign")
-app.add_typer(_verify.app, name="verify")
-app.command("conformance")(_conformance.conformance)
-app.add_typer(_card.app, name="card", help="Fetch and verify Agent Cards; manage pins.")
-app.add_typer(_handoff.app, name="handoff", help="Check a WebMCP tool result's handoff.")
-app.add_typer(_org.app, name="org", help="Org memberships and the local trust list.")
-app.add_typer(_door.contact_app, name="contact")
-app.add_typer(_op.app, name="op")
-app.add_typer(_lint.app, name="conventions", help="Lint WebMCP tool results.")
-_door.register(app)
-app.command("demo")(_demo.demo)
+def _add_id(app: typer.Typer) -> None:
+    from muretai_cli.cli import _id
+
+    app.add_typer(_id.app, name="id")
+
+
+def _add_did(app: typer.Typer) -> None:
+    from muretai_cli.cli import _did
+
+    app.add_typer(_did.app, name="did")
+
+
+def _add_sign(app: typer.Typer) -> None:
+    from muretai_cli.cli import _sign
+
+    app.add_typer(_sign.app, name="sign")
+
+
+def _add_verify(app: typer.Typer) -> None:
+    from muretai_cli.cli import _verify
+
+    app.add_typer(_verify.app, name="verify")
+
+
+def _add_conformance(app: typer.Typer) -> None:
+    from muretai_cli.cli import _conformance
+
+    app.command("conformance")(_conformance.conformance)
+
+
+def _add_card(app: typer.Typer) -> None:
+    from muretai_cli.cli import _card
+
+    app.add_typer(_card.app, name="card", help="Fetch and verify Agent Cards; manage pins.")
+
+
+def _add_handoff(app: typer.Typer) -> None:
+    from muretai_cli.cli import _handoff
+
+    app.add_typer(_handoff.app, name="handoff", help="Check a WebMCP tool result's handoff.")
+
+
+def _add_org(app: typer.Typer) -> None:
+    from muretai_cli.cli import _org
+
+    app.add_typer(_org.app, name="org", help="Org memberships and the local trust list.")
+
+
+def _add_contact(app: typer.Typer) -> None:
+    from muretai_cli.cli import _door
+
+    app.add_typer(_door.contact_app, name="contact")
+
+
+def _add_op(app: typer.Typer) -> None:
+    from muretai_cli.cli import _op
+
+    app.add_typer(_op.app, name="op")
+
+
+def _add_conventions(app: typer.Typer) -> None:
+    from muretai_cli.cli import _lint
+
+    app.add_typer(_lint.app, name="conventions", help="Lint WebMCP tool results.")
+
+
+def _add_serve(app: typer.Typer) -> None:
+    from muretai_cli.cli import _door
+
+    _door.register(app)
+
+
+def _add_demo(app: typer.Typer) -> None:
+    from muretai_cli.cli import _demo
+
+    app.command("demo")(_demo.demo)
+
+
+# Top-level command name -> what registers it, in the order --help lists them.
+_REGISTER: dict[str, Callable[[typer.Typer], None]] = {
+    "id": _add_id,
+    "did": _add_did,
+    "sign": _add_sign,
+    "verify": _add_verify,
+    "conformance": _add_conformance,
+    "card": _add_card,
+    "handoff": _add_handoff,
+    "org": _add_org,
+    "contact": _add_contact,
+    "op": _add_op,
+    "conventions": _add_conventions,
+    "serve": _add_serve,
+    "demo": _add_demo,
+}
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The command tree: everything, or just the top-level command ``only``."""
+    app = _root_app()
+    for name, register in _REGISTER.items():
+        if only is None or name == only:
+            register(app)
+    return app
+
+
+def _invoked(argv: list[str]) -> str | None:
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    return first if first in _REGISTER else None
+
+
+_FULL: typer.Typer | None = None
+
+
+def __getattr__(name: str) -> Any:
+    global _FULL  # noqa: PLW0603 - the whole tree, built once on first use
+    if name == "app":
+        if _FULL is None:
+            _FULL = build_app()
+        return _FULL
+    raise AttributeError(f"module 'muretai_cli.cli' has no attribute {name!r}")
 
 
 def main() -> None:
-    app()
+    build_app(_invoked(sys.argv[1:]))()

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -86,6 +85,8 @@ def _free_port() -> int:
 
 
 def _wait_for_card(url: str, door: subprocess.Popen[bytes], seconds: float = 15) -> bool:
+    import urllib.request
+
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if door.poll() is not None:
