@@ -36,6 +36,31 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+def origin_of(url: str, *, https_unless_loopback: bool = False) -> str | None:
+    """The canonical origin (``scheme://host[:port]``) of any http(s) URL, or None.
+
+    Unlike ``parse_base_url`` this accepts a path, query or fragment (it only reads the
+    origin). None for userinfo, no host, another scheme, or -- with
+    ``https_unless_loopback`` -- plain http to a host that is not loopback.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").rstrip(".").lower()
+    if scheme not in _DEFAULT_PORTS or not host or "@" in parts.netloc:
+        return None
+    if https_unless_loopback and scheme == "http" and not is_loopback_host(host):
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    if port == _DEFAULT_PORTS[scheme]:
+        port = None
+    return f"{scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
 @dataclass(frozen=True, slots=True)
 class BaseUrl:
     """A canonical base URL. Construct it with ``parse_base_url``."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from muretai_cli.errors import InputError
-from muretai_cli.home._files import home_dir, read_json_file, write_json_file
+from muretai_cli.home._files import JsonTable, home_dir
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,26 +55,20 @@ class ConnectionStore:
         if not key.isalnum():
             raise InputError("bad-did", f"{owner_did!r} cannot name a connections file")
         self.owner_did = owner_did
-        self.path = (root or home_dir() / "connections") / f"{key}.json"
-
-    def _load(self) -> dict[str, dict[str, Any]]:
-        data = read_json_file(self.path, {"v": 1, "connections": {}})
-        conns = data.get("connections") if isinstance(data, dict) else None
-        if not isinstance(conns, dict):
-            raise InputError("bad-state", f"{self.path} is not a connections file")
-        return {k: v for k, v in conns.items() if isinstance(v, dict)
-                and isinstance(v.get("endpoint"), str)}
+        self._table = JsonTable((root or home_dir() / "connections") / f"{key}.json",
+                                "connections", required="endpoint", what="a connections file")
+        self.path = self._table.path
 
     def get(self, did: str) -> Connection | None:
-        raw = self._load().get(did)
+        raw = self._table.read().get(did)
         return _of(did, raw) if raw else None
 
     def all(self) -> list[Connection]:
-        return [_of(k, v) for k, v in sorted(self._load().items())]
+        return [_of(k, v) for k, v in sorted(self._table.read().items())]
 
     def remember(self, did: str, *, endpoint: str, base: str, now: int,
                  grant_id: str | None = None, expires: int | None = None) -> Connection:
-        conns = self._load()
+        conns = self._table.read()
         old = conns.get(did)
         entry: dict[str, Any] = {"endpoint": endpoint, "base": base,
                                  "since": int(old.get("since", now)) if old else now,
@@ -86,5 +80,5 @@ class ConnectionStore:
         if isinstance(expires, int):
             entry["expires"] = expires
         conns[did] = entry
-        write_json_file(self.path, {"v": 1, "connections": conns})
+        self._table.save(conns)
         return _of(did, entry)

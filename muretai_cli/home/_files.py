@@ -73,3 +73,38 @@ def write_json_file(path: Path, value: Any) -> None:
     ensure_private_dir(path.parent)
     data = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).encode() + b"\n"
     atomic_write(path, data, overwrite=True)
+
+
+class JsonTable:
+    """A small state file ``{"v": 1, <section>: {<key>: {record}}}`` under the muretai home.
+
+    ``load()`` reads once and keeps that view for the life of the object (one command's
+    view); writers call ``read()`` for a fresh copy, change it, and ``save()`` it atomically.
+    Records that are not objects, or lack the string field ``required``, are skipped.
+    """
+
+    def __init__(self, path: Path, section: str, *, required: str, what: str,
+                 hint: str | None = None) -> None:
+        self.path = path
+        self._section = section
+        self._required = required
+        self._what = what
+        self._hint = hint
+        self._cache: dict[str, dict[str, Any]] | None = None
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        if self._cache is None:
+            self._cache = self.read()
+        return self._cache
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        data = read_json_file(self.path, {"v": 1, self._section: {}})
+        records = data.get(self._section) if isinstance(data, dict) else None
+        if not isinstance(records, dict):
+            raise InputError("bad-state", f"{self.path} is not {self._what}", hint=self._hint)
+        return {k: v for k, v in records.items()
+                if isinstance(v, dict) and isinstance(v.get(self._required), str)}
+
+    def save(self, records: dict[str, dict[str, Any]]) -> None:
+        write_json_file(self.path, {"v": 1, self._section: records})
+        self._cache = dict(records)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from muretai_cli.errors import InputError
-from muretai_cli.home._files import home_dir, read_json_file, write_json_file
+from muretai_cli.home._files import JsonTable, home_dir
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,53 +31,36 @@ class PinStore:
     """Read, record and forget pins. Every write is atomic."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or home_dir() / "pins.json"
-        self._cache: dict[str, dict[str, Any]] | None = None
-
-    def _load(self) -> dict[str, dict[str, Any]]:
-        """The file as read once by this store (a command's view); writers read afresh."""
-        if self._cache is None:
-            self._cache = self._read()
-        return self._cache
-
-    def _save(self, value: dict[str, dict[str, Any]]) -> None:
-        write_json_file(self.path, {"v": 1, "pins": value})
-        self._cache = dict(value)
-
-    def _read(self) -> dict[str, dict[str, Any]]:
-        data = read_json_file(self.path, {"v": 1, "pins": {}})
-        pins = data.get("pins") if isinstance(data, dict) else None
-        if not isinstance(pins, dict):
-            raise InputError("bad-state", f"{self.path} is not a pins file",
-                             hint="move it aside; pins are recorded again on the next fetch")
-        return {k: v for k, v in pins.items() if isinstance(v, dict)
-                and isinstance(v.get("did"), str)}
+        self._table = JsonTable(path or home_dir() / "pins.json", "pins", required="did",
+                                what="a pins file",
+                                hint="move it aside; pins are recorded again on the next fetch")
+        self.path = self._table.path
 
     def get(self, base: str) -> Pin | None:
-        entry = self._load().get(base)
+        entry = self._table.load().get(base)
         if entry is None:
             return None
         return Pin(base, entry["did"], int(entry.get("first", 0)), int(entry.get("last", 0)))
 
     def all(self) -> list[Pin]:
         return [Pin(k, v["did"], int(v.get("first", 0)), int(v.get("last", 0)))
-                for k, v in sorted(self._load().items())]
+                for k, v in sorted(self._table.load().items())]
 
     def record(self, base: str, did: str, now: int) -> Pin:
         """Pin ``did`` for ``base`` (first sighting) or refresh ``last``; never changes a DID."""
-        pins = self._read()
+        pins = self._table.read()
         entry = pins.get(base)
         if entry is not None and entry["did"] != did:
             raise InputError("pin-conflict", f"{base} is pinned to {entry['did']}, not {did}")
         first = int(entry.get("first", now)) if entry else now
         pins[base] = {"did": did, "first": first, "last": now}
-        self._save(pins)
+        self._table.save(pins)
         return Pin(base, did, first, now)
 
     def forget(self, base: str) -> Pin | None:
-        pins = self._read()
+        pins = self._table.read()
         entry = pins.pop(base, None)
         if entry is None:
             return None
-        self._save(pins)
+        self._table.save(pins)
         return Pin(base, entry["did"], int(entry.get("first", 0)), int(entry.get("last", 0)))

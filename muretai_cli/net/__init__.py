@@ -29,7 +29,6 @@ if TYPE_CHECKING:
         SafeClient,
         check_request_url,
         http_refusal,
-        origin_of,
         retry_after_seconds,
         user_agent,
     )
@@ -38,7 +37,7 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_BYTES = 1024 * 1024
 MAX_REDIRECTS = 3
 
-_LAZY = {"HttpResult", "SafeClient", "check_request_url", "http_refusal", "origin_of",
+_LAZY = {"HttpResult", "SafeClient", "check_request_url", "http_refusal",
          "retry_after_seconds", "user_agent"}
 
 __all__ = [
@@ -50,7 +49,6 @@ __all__ = [
     "SafeClient",
     "check_request_url",
     "http_refusal",
-    "origin_of",
     "retry_after_seconds",
     "user_agent",
 ]

@@ -22,33 +22,14 @@ from muretai_cli.errors import (
     Unreachable,
 )
 from muretai_cli.net._deadline import Deadline
-from muretai_cli.urls import is_loopback_host
+from muretai_cli.urls import is_loopback_host, origin_of
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _REDIRECTS = {301, 302, 303, 307, 308}
 MAX_RETRY_AFTER = 7 * 86400
 
 
 def user_agent() -> str:
     return f"muretai/{__version__}"
-
-
-def origin_of(url: str) -> str | None:
-    """``scheme://host[:port]`` in canonical form (default port dropped), or None."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").rstrip(".").lower()
-    if scheme not in _DEFAULT_PORTS or not host or "@" in parts.netloc:
-        return None
-    if ":" in host:
-        host = f"[{host}]"
-    if port == _DEFAULT_PORTS[scheme]:
-        port = None
-    return f"{scheme}://{host}" + (f":{port}" if port is not None else "")
 
 
 def check_request_url(url: str) -> str:

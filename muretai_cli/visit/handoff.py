@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from muretai_cli.artifacts.handoff import Handoff, HandoffEntry, parse_handoff
 from muretai_cli.errors import InputError, MuretaiError, Refused
-from muretai_cli.urls import BaseUrl, base_from_any, did_site_key, is_loopback_host
+from muretai_cli.urls import BaseUrl, base_from_any, did_site_key, origin_of
 from muretai_cli.verdict import Reason, Verdict, error, warning
 from muretai_cli.visit.card import CardCheck, judge_card, split_card_document
 
@@ -172,28 +172,6 @@ def _base_of(url: str) -> BaseUrl:
 _IGNORED = ("from", "as", "agent_name", "agentName", "sender", "identity")
 
 
-def _url_origin(url: str) -> str | None:
-    """The canonical origin of any http(s) URL (query allowed), or None if unusable."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").rstrip(".").lower()
-    if scheme not in ("http", "https") or not host or "@" in parts.netloc:
-        return None
-    if scheme == "http" and not is_loopback_host(host):
-        return None
-    if ":" in host:
-        host = f"[{host}]"
-    if port == {"http": 80, "https": 443}[scheme]:
-        port = None
-    return f"{scheme}://{host}" + (f":{port}" if port is not None else "")
-
-
 class _Checker:
     def __init__(self, cards: CardSource, *, person: bool, now: int) -> None:
         self.cards = cards
@@ -283,7 +261,7 @@ class _Checker:
             url = getattr(entry, name)
             if url is None:
                 continue
-            origin = _url_origin(url)
+            origin = origin_of(url, https_unless_loopback=True)
             if origin == self.origin.origin:
                 continue
             where = origin or "an unusable URL"
