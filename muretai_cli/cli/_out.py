@@ -12,11 +12,14 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
 from muretai_cli.errors import InputError, MuretaiError
+
+if TYPE_CHECKING:
+    from muretai_cli.verdict import Verdict
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -25,6 +28,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (
 KeysOpt = Annotated[Path | None, typer.Option(
     "--keys", envvar="MURETAI_KEYS", help="Keys folder (default $MURETAI_HOME/keys).",
     show_default=False)]
+FilesArg = Annotated[list[str], typer.Argument(
+    help="Files to check, or - for JSON Lines on stdin.", show_default=False)]
+NowOpt = Annotated[int | None, typer.Option(
+    "--now", help="Judge at this epoch second instead of the clock.", show_default=False)]
 MAX_INPUT_BYTES = 1024 * 1024
 
 # C0/C1 controls (but tab/newline where allowed), DEL, and bidi overrides/isolates, which can
@@ -151,3 +158,26 @@ def render_batch(results: list[dict[str, Any]], json_out: bool,
             if r["severity"] == "warning":
                 note(f"warning: {label}: {r['code']}: {safe(r['detail'])}")
     return exit_code
+
+
+def verify_batch(files: list[str], json_out: bool, check: Callable[[object], Verdict],
+                 summary: Callable[[dict[str, Any]], str] | None = None) -> None:
+    """The verify commands' loop: each input through the seam's parse boundary, then
+    ``check`` (a ``Verdict``, or a ``MuretaiError`` naming why not), rendered as a batch."""
+    from muretai_cli.seam import parse_document
+
+    results = []
+    for label, raw in iter_documents(files):
+        try:
+            if isinstance(raw, InputError):
+                raise raw
+            verdict = check(parse_document(raw))
+        except MuretaiError as exc:
+            results.append(error_result(label, exc))
+            continue
+        facts = dict(verdict.facts)
+        results.append(result_of(label, [r.to_json() for r in verdict.reasons],
+                                 0 if verdict.ok else 1, **facts))
+    if not results:
+        raise InputError("no-input", "no inputs were given (stdin was empty)")
+    raise typer.Exit(render_batch(results, json_out, summary))

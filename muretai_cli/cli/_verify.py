@@ -7,53 +7,16 @@ each; the exit code is the worst of them (2 unreadable > 1 refused > 0 ok).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from muretai_cli.cli import _verify_artifacts
-from muretai_cli.cli._out import (
-    JsonOpt,
-    handles_errors,
-    iter_documents,
-    render_batch,
-    result_of,
-)
+from muretai_cli.cli._out import FilesArg, JsonOpt, NowOpt, handles_errors, verify_batch
 from muretai_cli.errors import InputError, MuretaiError
 
 app = typer.Typer(help="Verify signed artifacts offline (messages, cards, grants, orgs).",
                   no_args_is_help=True)
-
-FilesArg = Annotated[list[str], typer.Argument(
-    help="Files to check, or - for JSON Lines on stdin.", show_default=False)]
-NowOpt = Annotated[int | None, typer.Option(
-    "--now", help="Judge at this epoch second instead of the clock.", show_default=False)]
-
-
-def run_batch(files: list[str], json_out: bool,
-              check: Callable[[object], Any],
-              summary: Callable[[dict[str, Any]], str] | None = None) -> None:
-    """Parse each input through the seam boundary, run ``check`` (-> Verdict), render."""
-    from muretai_cli.seam import parse_document
-
-    results = []
-    for label, raw in iter_documents(files):
-        try:
-            if isinstance(raw, InputError):
-                raise raw
-            verdict = check(parse_document(raw))
-        except MuretaiError as exc:
-            reason = {"code": exc.code, "detail": exc.detail, "severity": "error"}
-            results.append(result_of(label, [reason], exc.exit_code))
-            continue
-        facts = dict(verdict.facts)
-        results.append(result_of(label, [r.to_json() for r in verdict.reasons],
-                                 0 if verdict.ok else 1, **facts))
-    if not results:
-        raise InputError("no-input", "no inputs were given (stdin was empty)")
-    raise typer.Exit(render_batch(results, json_out, summary))
-
 
 def _did_arg(value: str) -> str:
     from muretai_cli.seam import public_from_did
@@ -79,8 +42,9 @@ def message(
     except MuretaiError as exc:
         raise InputError("bad-did", f"--to: {exc.detail}") from None
     when = int(time.time()) if now is None else now
-    run_batch(files, json_out, lambda doc: check_message(doc, to_did=to, now=when, window=window),
-              lambda item: f"from {item.get('from')}")
+    verify_batch(files, json_out,
+                 lambda doc: check_message(doc, to_did=to, now=when, window=window),
+                 lambda item: f"from {item.get('from')}")
 
 
 @app.command("card")
@@ -99,9 +63,9 @@ def card(
 
     base = base_from_any(origin, require_https=False) if origin else None
     when = int(time.time()) if now is None else now
-    run_batch(files, json_out,
-              lambda doc: check_card_envelope(doc, did=did, now=when, origin=base),
-              lambda item: f"{item.get('did')} at {item.get('url')}")
+    verify_batch(files, json_out,
+                 lambda doc: check_card_envelope(doc, did=did, now=when, origin=base),
+                 lambda item: f"{item.get('did')} at {item.get('url')}")
 
 
 _verify_artifacts.register(app)
