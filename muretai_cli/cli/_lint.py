@@ -20,6 +20,7 @@ from muretai_cli.cli._out import (
     emit_json,
     handles_errors,
     note,
+    open_input,
     read_input,
     safe,
     say,
@@ -35,17 +36,6 @@ PROGRESS_AFTER = 2000  # results; below this a bar would only flicker
 _VIEWS = ("visitor", "site-agent")
 
 
-def _open(source: str) -> BinaryIO:
-    if source == "-":
-        return sys.stdin.buffer
-    try:
-        return open(source, "rb")
-    except FileNotFoundError:
-        raise InputError("no-such-file", f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise InputError("unreadable", f"{source}: is a directory") from None
-    except OSError as exc:
-        raise InputError("unreadable", f"{source}: {exc.strerror}") from None
 
 
 def _clean(value: Any) -> Any:
@@ -187,7 +177,7 @@ def lint(
     manifest = parse_manifest(read_input(str(tools))) if tools is not None else None
     if manifest is None and (gated or view != "visitor"):
         note("note: --gated and --view only change the level report, which needs --tools")
-    stream = _open(source)
+    stream = open_input(source)
     tally = Tally()
     listed: list[dict[str, Any]] = []
     progress = _Progress(stream, enabled=sys.stderr.isatty())

@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, ParamSpec, TypeVar
 
 import typer
 
@@ -86,20 +86,30 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def read_input(name: str, *, limit: int = MAX_INPUT_BYTES) -> bytes:
-    """Bytes of a file (or ``-`` for stdin), at most ``limit``; ``InputError`` otherwise."""
+def open_input(name: str) -> BinaryIO:
+    """A binary stream for a file, or stdin for ``-``; ``InputError`` naming why not."""
+    if name == "-":
+        return sys.stdin.buffer
     try:
-        if name == "-":
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with open(name, "rb") as fh:
-                data = fh.read(limit + 1)
+        return open(name, "rb")
     except FileNotFoundError:
         raise InputError("no-such-file", f"{name}: no such file") from None
     except IsADirectoryError:
         raise InputError("unreadable", f"{name}: is a directory") from None
     except OSError as exc:
         raise InputError("unreadable", f"{name}: {exc.strerror}") from None
+
+
+def read_input(name: str, *, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """Bytes of a file (or ``-`` for stdin), at most ``limit``; ``InputError`` otherwise."""
+    stream = open_input(name)
+    try:
+        data = stream.read(limit + 1)
+    except OSError as exc:
+        raise InputError("unreadable", f"{name}: {exc.strerror}") from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
     if len(data) > limit:
         raise InputError("too-large", f"{name}: larger than {limit} bytes")
     return data
