@@ -36,8 +36,6 @@ PROGRESS_AFTER = 2000  # results; below this a bar would only flicker
 _VIEWS = ("visitor", "site-agent")
 
 
-
-
 def _clean(value: Any) -> Any:
     """Strings that came from a result, made inert for a terminal (JSON output included)."""
     if isinstance(value, str):
