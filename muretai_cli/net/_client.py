@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -133,7 +134,8 @@ class SafeClient:
 
     def report(self) -> dict[str, Any]:
         """What was attempted and what was skipped, for an error's ``data``."""
-        return {"attempts": list(self.attempts), "skipped": list(self.skipped)}
+        return {"attempts": [dict(a) for a in self.attempts],
+                "skipped": [dict(s) for s in self.skipped]}
 
     def skip(self, method: str, url: str, why: str = "deadline") -> None:
         """Record a request the caller will not start (the deadline ran out before it)."""
@@ -178,32 +180,61 @@ class SafeClient:
 
     def _send(self, method: str, url: str, *, headers: dict[str, str],
               content: bytes | None = None) -> HttpResult:
+        """One request, bounded by the wall clock as well as by httpx's per-phase timeouts.
+
+        httpx applies its timeout to each phase (connect, then each read), so a slow connect
+        followed by a slow first byte could take twice what is left. The exchange therefore
+        runs in a worker thread that the caller waits for only until the deadline; a worker
+        still waiting then is abandoned (it ends when its own timeouts fire).
+        """
         remaining = self.deadline.remaining()
         if remaining <= 0:
             self.skip(method, url)
             raise self.deadline_error(f"before {method} {url}")
         record: dict[str, Any] = {"method": method, "url": url}
         self.attempts.append(record)
+        outcome: list[HttpResult | BaseException] = []
+
+        def exchange() -> None:
+            try:
+                outcome.append(self._exchange(method, url, headers, content, remaining, record))
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome.append(exc)
+
+        worker = threading.Thread(target=exchange, name="muretai-http", daemon=True)
+        worker.start()
+        worker.join(remaining)
+        if not outcome:
+            record["error"] = "deadline"
+            raise self.deadline_error(f"waiting for {method} {url}")
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    def _exchange(self, method: str, url: str, headers: dict[str, str], content: bytes | None,
+                  remaining: float, record: dict[str, Any]) -> HttpResult:
+        # setdefault: once the caller has given up ("deadline"), an abandoned worker's later
+        # failure must not rewrite what was reported.
         try:
             with self._client.stream(method, url, headers=headers, content=content,
                                      timeout=httpx.Timeout(remaining)) as response:
                 record["status"] = response.status_code
                 return self._read(method, url, response)
         except MuretaiError as exc:
-            record["error"] = exc.code
+            record.setdefault("error", exc.code)
             if isinstance(exc, DeadlineExceeded | Refused):
                 exc.data.update(self.report())
             raise
         except httpx.TimeoutException:
-            record["error"] = "deadline"
+            record.setdefault("error", "deadline")
             raise self.deadline_error(f"waiting for {method} {url}") from None
         except httpx.TransportError as exc:
-            record["error"] = "unreachable"
+            record.setdefault("error", "unreachable")
             raise Unreachable("unreachable", f"{method} {url}: {type(exc).__name__}: "
                                              f"{str(exc)[:200]}",
                               data=self.report()) from None
         except httpx.HTTPError as exc:  # e.g. an invalid URL for httpx
-            record["error"] = "bad-url"
+            record.setdefault("error", "bad-url")
             raise InputError("bad-url", f"{url[:200]}: {exc}") from None
 
     def _read(self, method: str, url: str, response: httpx.Response) -> HttpResult:
