@@ -95,3 +95,24 @@ def test_contact_issue_refuses_bad_durations(expires: str) -> None:
     new_identity("door")
     result = run("contact", "issue", "--as", "door", "--uses", "1", "--expires", expires)
     assert result.exit_code == 2 and "bad-duration" in result.stderr
+
+
+def test_max_connections_answers_503_past_the_limit() -> None:
+    import socket
+
+    new_identity("door")
+    with serve("--url", "http://127.0.0.1:9", "--max-connections", "2") as (_, base):
+        host, port = base.split("//", 1)[1].split(":")
+        card = base + "/.well-known/agent-card.json"
+        with httpx.Client() as client:
+            assert client.get(card).status_code == 200
+            idle = [socket.create_connection((host, int(port))) for _ in range(2)]
+            try:
+                time.sleep(0.2)  # let the door accept them
+                assert client.get(card).status_code == 503
+            finally:
+                for conn in idle:
+                    conn.close()
+            time.sleep(0.2)
+        with httpx.Client() as client:
+            assert client.get(card).status_code == 200

@@ -55,6 +55,9 @@ def serve(
         "--rate-total", help="Signed requests per minute for the door (0 disables).")] = 600,
     org: Annotated[Path | None, typer.Option(
         "--org", help="A signed org membership to publish on the card.")] = None,
+    max_connections: Annotated[int, typer.Option(
+        "--max-connections", help="Open connections and requests at once; past it the door "
+                                  "answers HTTP 503 (0 disables).")] = 1000,
     durable: Annotated[bool, typer.Option(
         "--durable", help="synchronous=FULL: commits also survive power loss.")] = False,
     slow_seconds: Annotated[float, typer.Option(
@@ -72,6 +75,8 @@ def serve(
                          hint="use open, quarantine or closed")
     if rate_per_sender < 0 or rate_total < 0:
         raise InputError("bad-rate", "rates are whole numbers per minute; 0 disables")
+    if max_connections < 0:
+        raise InputError("bad-limit", "--max-connections is a whole number; 0 disables")
     if not 0 <= port <= 65535:
         raise InputError("bad-port", f"--port {port} is outside 0-65535")
     base = parse_base_url(url)
@@ -93,7 +98,8 @@ def serve(
 
     config = DoorConfig(name=ident.name, url=base, policy=dm_policy,  # type: ignore[arg-type]
                         rate_per_sender=rate_per_sender, rate_total=rate_total, org=membership,
-                        durable=durable, slow_seconds=slow_seconds)
+                        durable=durable, slow_seconds=slow_seconds,
+                        max_connections=max_connections)
     door = Door(ident.signing_key(), config, open_store(ident.did, durable=durable))
     try:
         sock = bind(host, port)

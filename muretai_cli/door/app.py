@@ -336,7 +336,8 @@ def server_config(app: Starlette, door: Door, *, host: str, port: int,
                           http=protocol_for(door.config.slow_seconds, http),
                           lifespan="on", access_log=False, log_level="warning",
                           timeout_keep_alive=5, server_header=False, date_header=False,
-                          proxy_headers=False)
+                          proxy_headers=False,
+                          limit_concurrency=door.config.max_connections or None)
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -49,6 +49,7 @@ class DoorConfig:
     description: str | None = None
     durable: bool = False
     slow_seconds: float = 10.0
+    max_connections: int = 1000  # open connections and in-flight requests; past it, HTTP 503
     extra: dict[str, Any] = field(default_factory=dict)
 
 
