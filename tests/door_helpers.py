@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import uvicorn
 
 from muretai_cli.artifacts.message import build_message, build_message_send
 from muretai_cli.door.app import bind, build_app, server_config
@@ -21,6 +19,7 @@ from muretai_cli.door.store import DoorStore, db_path
 from muretai_cli.home import KeyStore, keys_dir
 from muretai_cli.seam import SigningKey, sign_envelope
 from muretai_cli.urls import parse_base_url
+from tests.servers import run_uvicorn
 
 
 @dataclass
@@ -77,21 +76,9 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
                         slow_seconds=slow)
     key = ident.signing_key()
     door = Door(key, config, DoorStore(db_path(ident.did)))
-    server = uvicorn.Server(server_config(build_app(door), door, host="127.0.0.1", port=port,
-                                          http=http))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    try:
+    config = server_config(build_app(door), door, host="127.0.0.1", port=port, http=http)
+    with run_uvicorn(config, sock):
         yield Live(base.text, base.origin, door, key, name)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 def raw_exchange(origin: str, data: bytes, *, wait: float = 5.0,
