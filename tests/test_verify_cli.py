@@ -227,3 +227,20 @@ def _valid_envelope() -> dict[str, object]:
 
     key = SigningKey(bytes(32))
     return sign_envelope(key, to=key.did, text="t", timestamp=1)
+
+
+@pytest.mark.parametrize("part", [
+    {"type": "file", "text": "hello", "file": {"uri": "https://evil.example/x"}},
+    {"kind": "text", "text": "hello", "file": {"uri": "https://evil.example/x"}},
+    {"kind": "text", "text": "hello", "data": {"pay": "attacker"}},
+    {"kind": "text", "text": "hello", "metadata": {"note": "unsigned"}},
+    {"text": "hello"},
+])
+def test_a_text_part_carrying_anything_unsigned_is_refused(pair: tuple[str, str],
+                                                            part: dict[str, object]) -> None:
+    _, bob = pair
+    req = json.loads(_signed(bob, "hello"))
+    req["params"]["message"]["parts"] = [part]
+    code, doc = run_json("verify", "message", "-", "--to", bob, input=json.dumps(req))
+    assert code == 1
+    assert doc["results"][0]["reasons"][0]["code"] == "non-text-part"

@@ -17,16 +17,25 @@ MESSAGE_SEND = "message/send"
 
 
 def text_of_parts(parts: object) -> str:
-    """The signed text: every part must be ``{"kind": "text", "text": str}``; joined in order."""
+    """The signed text: the message's text parts joined in order.
+
+    Each part must be exactly ``{"kind": "text", "text": str}``. Anything else a part could
+    carry -- a file, data, metadata, or a part of another kind (``kind`` missing included) --
+    would travel beside a signature that does not cover it, so it is refused.
+    """
     if not isinstance(parts, list):
         raise Refused("not-a2a-message", "parts must be a list")
     texts: list[str] = []
     for index, part in enumerate(parts):
         if not isinstance(part, dict):
             raise Refused("not-a2a-message", f"parts[{index}] is not an object")
-        if part.get("kind", "text") != "text":
-            raise Refused("non-text-part", f"parts[{index}] is a {part.get('kind')!r} part; only "
-                                           "text is covered by the signature")
+        if part.get("kind") != "text":
+            raise Refused("non-text-part", f"parts[{index}] is a {str(part.get('kind'))[:40]!r} "
+                                           "part; only text is covered by the signature")
+        extra = sorted(set(part) - {"kind", "text"})
+        if extra:
+            raise Refused("non-text-part", f"parts[{index}] also carries {', '.join(extra)[:80]}, "
+                                           "which the signature does not cover")
         if not isinstance(part.get("text"), str):
             raise Refused("not-a2a-message", f"parts[{index}].text is not a string")
         texts.append(part["text"])

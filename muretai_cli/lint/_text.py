@@ -9,12 +9,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-# One pass per string: the alternation fails fast on ordinary prose.
+# One pass per string: the alternation fails fast on ordinary prose. Site text is hostile, so
+# every pattern runs in linear time: a match may start only where a run of token characters
+# starts (``_RUN_START``), never at each ``sk-`` or ``eyJ`` inside one run -- with ``\b``,
+# ``"sk-" * 30000`` restarted at every repetition and rescanned the rest (quadratic).
+_RUN_START = r"(?<![A-Za-z0-9_-])"
 _SECRET = re.compile(
     r"(?P<pem>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----)"
-    r"|(?P<jwt>\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)"
+    r"|(?P<jwt>" + _RUN_START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)"
     r"|(?P<bearer>\b(?i:bearer)[ \t]+[A-Za-z0-9._~+/-]{16,}=*)"
-    r"|(?P<api>\b(?:sk|rk)[-_](?:[A-Za-z0-9]+[-_])*[A-Za-z0-9]{16,}"
+    r"|(?P<api>" + _RUN_START + r"(?:sk|rk)[-_][A-Za-z0-9_-]*?[A-Za-z0-9]{16,}"
     r"|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}"
     r"|\bxox[abpr]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_-]{35})"
     r"|(?P<hex>(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{64}(?![0-9A-Za-z]))"
