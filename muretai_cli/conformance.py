@@ -101,7 +101,9 @@ def _reject_message(cases: list[dict[str, Any]]) -> list[tuple[str, bool]]:
 
 def _reject_encoding(group: dict[str, Any]) -> list[tuple[str, bool]]:
     out = []
-    for c in group.get("refuse", []):
+    if not group.get("refuse"):
+        raise ValueError("the group has no refuse cases; an accept half alone proves nothing")
+    for c in group["refuse"]:
         raw = bytes.fromhex(c["documentHex"])
         out.append((c["name"], _refused(canonical_from_json, raw)))
     for c in group.get("accept", []):
@@ -126,9 +128,15 @@ _RUNNERS: dict[str, Callable[[dict[str, Any]], list[tuple[str, bool]]]] = {
 
 
 def _groups(doc: dict[str, Any]) -> list[str]:
+    """Every group the document holds. A name muretai runs is listed whatever its value, so
+    a malformed group fails by name instead of vanishing; other non-containers are notes."""
     names: list[str] = []
     for key, value in doc.items():
-        if key in _NOT_GROUPS or not isinstance(value, list | dict):
+        if key in _NOT_GROUPS or (key not in _RUNNERS and key != "reject"
+                                  and not isinstance(value, list | dict)):
+            continue
+        if key == "reject" and not isinstance(value, dict):
+            names.append("reject")
             continue
         if key == "reject" and isinstance(value, dict):
             names.extend(f"reject.{sub}" for sub in value)
@@ -146,14 +154,23 @@ def run_conformance(doc: object) -> list[GroupResult]:
     results: list[GroupResult] = []
     for name in _groups(doc):
         runner = _RUNNERS.get(name)
+        if name == "reject":
+            results.append(GroupResult(name, "failed", failures=["reject is not an object of "
+                                                                 "groups"]))
+            continue
         if runner is None:
             results.append(GroupResult(name, "skipped",
                                        reason="not implemented by muretai (no issue asks)"))
             continue
         try:
             cases = runner(doc)
-        except (KeyError, TypeError, ValueError, MuretaiError) as exc:
-            results.append(GroupResult(name, "failed", failures=[f"group unreadable: {exc}"]))
+        except Exception as exc:  # a malformed vectors file is a failed group, never a crash
+            results.append(GroupResult(name, "failed", failures=[
+                f"group unreadable: {type(exc).__name__}: {str(exc)[:200]}"]))
+            continue
+        if not cases:
+            results.append(GroupResult(name, "failed", failures=[
+                "the group holds no cases; a group with nothing to check proves nothing"]))
             continue
         failures = [case for case, ok in cases if not ok]
         results.append(GroupResult(name, "failed" if failures else "passed", len(cases),

@@ -244,3 +244,22 @@ def test_a_text_part_carrying_anything_unsigned_is_refused(pair: tuple[str, str]
     code, doc = run_json("verify", "message", "-", "--to", bob, input=json.dumps(req))
     assert code == 1
     assert doc["results"][0]["reasons"][0]["code"] == "non-text-part"
+
+
+@pytest.mark.parametrize(("doc", "group"), [
+    ({"reject": {"message": "x"}}, "reject.message"),
+    ({"canonical": [{"name": "a", "payload": 1, "canonical": 1}]}, "canonical"),
+    ({"canonical": "garbage"}, "canonical"),
+    ({"canonical": []}, "canonical"),
+    ({"reject": {"encoding": {"reject": ["zz"]}}}, "reject.encoding"),
+    ({"reject": "nope"}, "reject"),
+])
+def test_conformance_on_a_malformed_file_fails_the_group_by_name(
+        tmp_path: Path, doc: dict[str, object], group: str) -> None:
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps(doc))
+    result = run("conformance", str(path), "--json")
+    assert result.exit_code == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    status = {g["group"]: g["status"] for g in json.loads(result.stdout)["groups"]}
+    assert status[group] == "failed"
