@@ -77,6 +77,16 @@ def report_item(label: str, report: HandoffReport) -> dict[str, Any]:
             "_exit": report.exit_code}
 
 
+_OUTCOMES = ((0, "followable"), (1, "with no followable dm entry"), (2, "unreadable or malformed"),
+             (3, "card unreachable"), (4, "card refused by the peer"), (5, "timed out"))
+
+
+def closing_note(codes: list[int], exit_code: int) -> str:
+    """What the batch came to, counted by outcome: the exit code is the worst of them."""
+    parts = [f"{codes.count(code)} {what}" for code, what in _OUTCOMES if codes.count(code)]
+    return f"exit {exit_code}: {len(codes)} input(s): " + ", ".join(parts)
+
+
 @app.command("check")
 @handles_errors
 def check(
@@ -97,7 +107,7 @@ def check(
     Only _meta.handoff, handoff and the legacy muretai key are read. On an ordinary origin
     the origin's card is fetched (or taken from --card) and must name each entry's `to`.
     """
-    from muretai_cli.errors import MuretaiError
+    from muretai_cli.errors import InputError, MuretaiError
     from muretai_cli.urls import base_from_any
     from muretai_cli.visit.handoff import check_handoff_bytes
 
@@ -129,7 +139,11 @@ def check(
     finally:
         if client is not None:
             client.close()
-    exit_code = max((int(r.pop("_exit", 0)) for r in results), default=0)
+    if not results:
+        raise InputError("no-input", "no inputs were given (stdin was empty)",
+                         hint="give tool result files, or JSON Lines on stdin with -")
+    codes = [int(r.pop("_exit", 0)) for r in results]
+    exit_code = max(codes)
     if json_out:
         emit_json({"ok": exit_code == 0, "results": results})
     else:
@@ -139,5 +153,5 @@ def check(
             for line in lines:
                 say(safe(line, limit=None) if line.startswith("ERROR") else line)
         if exit_code:
-            note(f"no followable dm entry (exit {exit_code})")
+            note(closing_note(codes, exit_code))
     raise typer.Exit(exit_code)

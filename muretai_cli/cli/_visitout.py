@@ -120,6 +120,12 @@ def print_card(check: CardCheck) -> None:
     warn_reasons(check.base.text, [r.to_json() for r in check.verdict.reasons])
 
 
+def where(source: str, index: int) -> str:
+    """An entry's place: ``_meta.handoff#0``, or the bare source when the whole envelope is
+    meant (index -1)."""
+    return f"{safe(source, limit=80)}#{index}" if index >= 0 else safe(source, limit=80)
+
+
 def handoff_lines(label: str, report: HandoffReport) -> list[str]:
     head = "FOLLOW" if report.exit_code == 0 else "REFUSE"
     lines = [f"{head}  {safe(label)}  origin {report.origin.text}"]
@@ -130,12 +136,12 @@ def handoff_lines(label: str, report: HandoffReport) -> list[str]:
         target = entry.to or entry.url or entry.server or entry.endpoint or entry.card or ""
         mark = "ok" if item.verdict.ok else "refused"
         extra = "  (needs a person)" if item.needs_person else ""
-        lines.append(f"  [{entry.source}#{entry.index}] {entry.kind:3} {safe(target, limit=200)}"
-                     f"  {mark}{extra}")
+        lines.append(f"  [{where(entry.source, entry.index)}] {entry.kind:3} "
+                     f"{safe(target, limit=200)}  {mark}{extra}")
         for r in item.verdict.reasons:
             lines.append(f"      {r.severity}: {r.code}: {safe(r.detail, limit=500)}")
     for dropped in report.handoff.dropped:
-        lines.append(f"  dropped [{dropped.source}#{dropped.index}]: "
+        lines.append(f"  dropped [{where(dropped.source, dropped.index)}]: "
                      f"{safe(dropped.reason, limit=200)}")
     if report.card is not None and report.card.org is not None:
         lines.append(f"  org: {verdict_line(report.card.org.to_json())}")

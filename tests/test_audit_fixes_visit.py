@@ -1,0 +1,71 @@
+"""Acceptance-audit fixes on the visiting side, the door and the owner's commands.
+
+Each test pins one finding and fails without its fix.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner, Result
+
+from muretai_cli.cli import app
+from muretai_cli.seam import SigningKey
+
+SITE_KEY = SigningKey(b"\x05" * 32)
+SITE = f"https://muretai.net/{SITE_KEY.did.split(':')[-1]}"  # DID-addressed: offline, no card
+
+
+def cli(*args: str, input: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(app, list(args), input=input)
+
+
+def write(tmp_path: Path, doc: Any, name: str = "result.json") -> str:
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return str(path)
+
+
+def meta(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": "done"}],
+            "_meta": {"handoff": {"v": 1, "next": list(entries)}}}
+
+
+# ---- 1: handoff check on empty input fails closed -----------------------------------------
+
+def test_handoff_check_empty_stdin_is_no_input() -> None:
+    for empty in ("", "\n\n  \n"):
+        out = cli("handoff", "check", "-", "--origin", SITE, "--offline", "--json",
+                  input=empty)
+        assert out.exit_code == 2, out.output
+        doc = json.loads(out.stdout)
+        assert doc["ok"] is False and doc["error"] == "no-input"
+        text = cli("handoff", "check", "-", "--origin", SITE, "--offline", input=empty)
+        assert text.exit_code == 2 and "no-input" in text.stderr
+
+
+def test_handoff_check_closing_note_counts_outcomes(tmp_path: Path) -> None:
+    good = write(tmp_path, meta({"kind": "dm", "to": SITE_KEY.did}), "good.json")
+    missing = str(tmp_path / "missing.json")
+    out = cli("handoff", "check", good, missing, "--origin", SITE, "--offline")
+    assert out.exit_code == 2
+    assert "no followable dm entry (exit" not in out.stderr
+    assert "exit 2: 2 input(s): 1 followable, 1 unreadable or malformed" in out.stderr
+    other = write(tmp_path, meta({"kind": "dm", "to": SigningKey(b"\x06" * 32).did}), "o.json")
+    out = cli("handoff", "check", good, other, "--origin", SITE, "--offline")
+    assert out.exit_code == 1
+    assert "exit 1: 2 input(s): 1 followable, 1 with no followable dm entry" in out.stderr
+
+
+# ---- 10: a dropped envelope is labelled by its source, not #-1 ------------------------------
+
+def test_dropped_envelope_label_is_readable(tmp_path: Path) -> None:
+    doc = {"_meta": {"handoff": {"v": 2, "next": []}},
+           "handoff": {"v": 1, "next": [{"kind": "teleport"}]}}
+    out = cli("handoff", "check", write(tmp_path, doc), "--origin", SITE, "--offline")
+    assert out.exit_code == 1
+    assert "#-1" not in out.stdout
+    assert "dropped [_meta.handoff]: unsupported-version" in out.stdout
+    assert "dropped [handoff#0]: unknown-kind" in out.stdout
