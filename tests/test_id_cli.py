@@ -236,3 +236,47 @@ def test_rm_missing_and_bad_name() -> None:
     assert run("id", "rm", "ghost", "--yes").exit_code == 2
     result = run("id", "rm", "../etc/passwd", "--yes")
     assert result.exit_code == 2 and "bad-name" in result.stderr
+
+
+def test_rm_keeps_stdout_for_the_result(_isolated_env: Path) -> None:
+    run("id", "new", "alice")
+    result = run("id", "rm", "alice", input="n\n")
+    assert result.stdout == "", "the question and its answer stay off stdout"
+    result = run("id", "rm", "alice", "--json", input="n\n")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1
+    assert doc["ok"] is False and doc["error"] == "not-confirmed"
+    result = run("id", "rm", "alice", "--json", input="y\n")
+    assert json.loads(result.stdout)["ok"] is True
+
+
+def test_list_goes_on_past_a_bad_key_file(_isolated_env: Path) -> None:
+    run("id", "new", "alice")
+    run("id", "new", "bob")
+    (_isolated_env / "keys" / "bob.key").chmod(0o644)
+    result = run("id", "list")
+    assert result.exit_code == 2, "a key file that cannot be used is still an error"
+    assert result.stdout.startswith("alice\t")
+    assert "bob" in result.stderr and "chmod 600" in result.stderr
+    doc = json.loads(run("id", "list", "--json").stdout)
+    assert [i["name"] for i in doc["identities"]] == ["alice"]
+    assert doc["problems"][0]["name"] == "bob"
+
+
+def test_keys_folder_that_cannot_be_made_is_a_clean_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    result = run("id", "new", "x", "--keys", str(blocker))
+    assert result.exit_code == 2 and "bad-folder" in result.stderr
+    result = run("id", "new", "x", "--keys", str(blocker / "sub"))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert run("id", "list", "--keys", str(blocker)).exit_code == 2
+
+
+def test_home_and_keys_folders_are_private(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "fresh" / "home"
+    monkeypatch.setenv("MURETAI_HOME", str(home))
+    assert run("id", "new", "alice").exit_code == 0
+    for folder in (home, home / "keys", home.parent):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder

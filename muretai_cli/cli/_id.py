@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, read_input, say
+from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, note, read_input, say
 
 if TYPE_CHECKING:
     from muretai_cli.home import KeyStore
@@ -49,18 +49,32 @@ def new(
 @handles_errors
 def list_(keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
     """List identities in the keys folder."""
+    from muretai_cli.errors import InputError, MuretaiError
+
     store = _store(keys)
-    rows = []
+    if store.root.exists() and not store.root.is_dir():
+        raise InputError("bad-folder", f"{store.root} is not a folder")
+    rows, problems = [], []
     for name in store.names():
-        ident = store.load(name)
+        try:
+            ident = store.load(name)
+        except MuretaiError as exc:  # one bad file must not hide the others
+            problems.append({"name": name, "error": exc.code, "detail": exc.detail})
+            note(f"warning: {name}: {exc.diagnostics()}")
+            continue
         rows.append({"name": name, "did": ident.did, "created": ident.created})
     if json_out:
-        emit_json({"ok": True, "keys": str(store.root), "identities": rows})
+        emit_json({"ok": not problems, "keys": str(store.root), "identities": rows,
+                   "problems": problems})
+        if problems:
+            raise typer.Exit(2)
         return
     for row in rows:
         say(f"{row['name']}\t{row['did']}")
     if not rows:
         typer.echo(f"no identities in {store.root}", err=True)
+    if problems:
+        raise typer.Exit(2)
 
 
 @app.command("show")
@@ -95,6 +109,16 @@ def show(
         say(json.dumps(info["didDocument"], indent=2))
 
 
+def _confirmed(question: str) -> bool:
+    """Ask on stderr, read one line from stdin: stdout stays the result's alone."""
+    import sys
+
+    sys.stderr.write(f"{question} [y/N]: ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
 @app.command("rm")
 @handles_errors
 def rm(
@@ -106,10 +130,11 @@ def rm(
     """Remove an identity (asks first unless --yes). The key cannot be recovered."""
     store = _store(keys)
     ident = store.load(name)
-    if not yes and not typer.confirm(f"Remove {name} ({ident.did})? Its key cannot be recovered",
-                                     err=True):
-        typer.echo("nothing removed", err=True)
-        raise typer.Exit(1)
+    if not yes and not _confirmed(f"Remove {name} ({ident.did})? Its key cannot be recovered"):
+        from muretai_cli.errors import Refused
+
+        raise Refused("not-confirmed", f"nothing removed: {name} was kept",
+                      hint="answer y, or pass --yes")
     path = store.remove(name)
     if json_out:
         emit_json({"ok": True, "removed": name, "path": str(path)})

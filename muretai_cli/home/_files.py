@@ -21,14 +21,27 @@ def home_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 def ensure_private_dir(path: Path, *, gitignore: bool = True) -> Path:
-    """Create ``path`` (mode 700) with a ``.gitignore`` of ``*`` so nothing in it is committed."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with contextlib.suppress(PermissionError):
-        os.chmod(path, 0o700)
-    if gitignore:
-        marker = path / ".gitignore"
-        if not marker.exists():
-            atomic_write(marker, b"*\n", mode=0o644, overwrite=True)
+    """Create ``path`` and any missing parents (each mode 700), with a ``.gitignore`` of ``*``.
+
+    Folders that already exist keep their mode, except ``path`` itself, which is made 700.
+    A folder that cannot be created is an ``InputError`` naming it.
+    """
+    try:
+        missing = [p for p in (path, *path.parents) if not p.exists()]
+        for folder in reversed(missing):
+            folder.mkdir(mode=0o700)
+        if not path.is_dir():
+            raise InputError("bad-folder", f"{path} exists and is not a folder")
+        with contextlib.suppress(PermissionError):
+            os.chmod(path, 0o700)
+        if gitignore:
+            marker = path / ".gitignore"
+            if not marker.exists():
+                atomic_write(marker, b"*\n", mode=0o644, overwrite=True)
+    except FileExistsError:
+        raise InputError("bad-folder", f"{path} exists and is not a folder") from None
+    except OSError as exc:
+        raise InputError("bad-folder", f"cannot create {path}: {exc.strerror}") from None
     return path
 
 

@@ -80,7 +80,7 @@ def _read_key_file(path: Path) -> dict[str, object]:
         raise InputError("bad-key-file", f"{path} is not a regular file")
     if st.st_mode & 0o077:
         raise InputError("key-file-permissions",
-                         f"{path} is readable by group or others "
+                         f"{path} is open to group or others "
                          f"(mode {stat.S_IMODE(st.st_mode):03o}); refusing to use it",
                          hint=f"chmod 600 {path}")
     if st.st_size > MAX_KEY_FILE:
