@@ -5,10 +5,16 @@ Each test pins one finding and fails without its fix.
 
 from __future__ import annotations
 
+import io
 import json
+import re
+from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
+from rich.console import Console
 from typer.testing import CliRunner, Result
 
 from muretai_cli.cli import app
@@ -69,3 +75,54 @@ def test_dropped_envelope_label_is_readable(tmp_path: Path) -> None:
     assert "#-1" not in out.stdout
     assert "dropped [_meta.handoff]: unsupported-version" in out.stdout
     assert "dropped [handoff#0]: unknown-kind" in out.stdout
+
+
+# ---- 2: rich never reads user or peer text as markup or emoji codes -------------------------
+
+EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf]")
+HELP_GROUPS = [["card"], ["card", "fetch"], ["handoff"], ["handoff", "check"], ["org"],
+               ["op", "--as", "x", "contact"], ["op", "--as", "x", "contact", "dm"],
+               ["op", "--as", "x", "handoff"], ["op", "--as", "x", "handoff", "follow"],
+               ["contact"], ["contact", "issue"], ["serve"], ["conventions", "lint"],
+               ["op", "--as", "x", "inbox"], ["op", "--as", "x", "requests"],
+               ["op", "--as", "x", "senders"]]
+
+
+@pytest.mark.parametrize("words", HELP_GROUPS, ids=" ".join)
+def test_help_renders_without_a_traceback(words: list[str]) -> None:
+    out = CliRunner().invoke(app, [*words, "--help"])
+    assert out.exit_code == 0, (out.output, out.exception)
+    assert out.exception is None or isinstance(out.exception, SystemExit)
+    assert "Traceback" not in out.output and "MarkupError" not in out.output
+    assert not EMOJI.search(out.output)
+
+
+def test_card_fetch_help_shows_the_url_forms() -> None:
+    out = CliRunner().invoke(app, ["card", "fetch", "--help"], env={"COLUMNS": "200"})
+    assert out.exit_code == 0 and "https://host/path" in out.output
+
+
+def test_spinner_shows_brackets_and_did_key_as_text() -> None:
+    from muretai_cli.cli._visitout import plain_console, progress
+
+    for console in (Console(force_terminal=True, file=io.StringIO(), width=200),
+                    plain_console(force_terminal=True, file=io.StringIO(), width=200)):
+        with progress("fetching http://127.0.0.1:1/x[/y] for did:key:z6Mk [bold]",
+                      console=console):
+            pass
+        shown = console.file.getvalue()  # type: ignore[attr-defined]
+        assert "x[/y]" in shown and "did:key:z6Mk" in shown and "[bold]" in shown
+        assert "\U0001f511" not in shown
+
+
+def test_lint_tables_render_brackets_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    from muretai_cli.cli import _lint
+    from muretai_cli.lint import RULES
+
+    monkeypatch.setitem(RULES, "x[/y]:key:", ("error", "means [/z] and :key:"))
+    tally = SimpleNamespace(rules=Counter({"x[/y]:key:": 1}))
+    buf = io.StringIO()
+    monkeypatch.setattr("sys.stdout", buf)
+    _lint._print_tables(tally, None)  # type: ignore[arg-type]
+    shown = buf.getvalue()
+    assert "x[/y]:key:" in shown and "[/z] and :key:" in shown

@@ -24,7 +24,8 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("fetch")
 @handles_errors
 def fetch(
-    url: Annotated[str, typer.Argument(help="Base URL (https://host[/path]) or full card URL.")],
+    url: Annotated[str, typer.Argument(
+        help="Base URL (https://host or https://host/path) or the full card URL.")],
     did: Annotated[str | None, typer.Option("--did", help="Refuse a card naming another DID.",
                                             show_default=False)] = None,
     require_signed: Annotated[bool, typer.Option(

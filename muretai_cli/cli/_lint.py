@@ -69,11 +69,12 @@ class _Progress:
         if self._bar is None:
             if count < PROGRESS_AFTER:
                 return
-            from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 TimeElapsedColumn(), console=Console(stderr=True),
+            from muretai_cli.cli._visitout import plain_console
+
+            self._bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                                 TimeElapsedColumn(), console=plain_console(stderr=True),
                                  transient=True, redirect_stdout=sys.stdout.isatty())
             self._bar.start()
             self._task = self._bar.add_task("linting", total=self._total)
@@ -112,12 +113,12 @@ def _summary_line(tally: Tally, mode: str, failed: bool) -> str:
 
 
 def _print_tables(tally: Tally, levels: LevelReport | None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from muretai_cli.cli._visitout import plain_console
     from muretai_cli.lint import RULES
 
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+    console = plain_console(file=sys.stdout, soft_wrap=False)
     if tally.rules:
         table = Table(title="Findings by rule")
         for name in ("rule", "severity", "count", "what it means"):

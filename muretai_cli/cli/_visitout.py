@@ -14,6 +14,8 @@ import typer
 from muretai_cli.cli._out import note, safe, say
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from muretai_cli.net import SafeClient
     from muretai_cli.visit.card import CardCheck
     from muretai_cli.visit.dm import DmReport
@@ -41,16 +43,29 @@ def make_client(timeout: str, max_bytes: int) -> SafeClient:
     return SafeClient(timeout=parse_seconds(timeout), max_bytes=max_bytes)
 
 
-@contextmanager
-def progress(text: str) -> Iterator[None]:
-    """A spinner on stderr while the network works, only on a terminal (NO_COLOR honoured)."""
-    if not sys.stderr.isatty():
-        yield
-        return
+def plain_console(**options: Any) -> Console:
+    """A rich console that renders strings as they are: no markup, no emoji codes, no
+    highlighting, so ``[/x]`` or ``did:key:`` from a URL, file name or peer stays text."""
     from rich.console import Console
 
-    console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
-    with console.status(safe(text)):
+    return Console(markup=False, emoji=False, highlight=False,
+                   no_color=bool(os.environ.get("NO_COLOR")), **options)
+
+
+@contextmanager
+def progress(text: str, *, console: Console | None = None) -> Iterator[None]:
+    """A spinner on stderr while the network works, only on a terminal (NO_COLOR honoured).
+
+    ``text`` may carry untrusted or user-typed text; it is shown as a ``Text``, never markup.
+    """
+    if console is None:
+        if not sys.stderr.isatty():
+            yield
+            return
+        console = plain_console(stderr=True)
+    from rich.text import Text
+
+    with console.status(Text(safe(text))):
         yield
 
 
