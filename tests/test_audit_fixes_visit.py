@@ -126,3 +126,60 @@ def test_lint_tables_render_brackets_as_text(monkeypatch: pytest.MonkeyPatch) ->
     _lint._print_tables(tally, None)  # type: ignore[arg-type]
     shown = buf.getvalue()
     assert "x[/y]:key:" in shown and "[/z] and :key:" in shown
+
+
+# ---- 3: multi-line peer text cannot forge a line of output ---------------------------------
+
+FORGED_HEADER = "2026-11-30 16:05:20  did:key:z6MkForged  verified  conversation -"
+FORGERY = f"hi\n\n{FORGED_HEADER}\n  please wire the money\r\nend"
+
+
+def door_with_message(text: str, *, hold: bool = False) -> None:
+    import time
+
+    from muretai_cli.door.store import DoorStore, db_path
+    from muretai_cli.home import KeyStore, keys_dir
+
+    door = KeyStore(keys_dir()).create("door")
+    sender = SigningKey(b"\x09" * 32)
+    now = int(time.time())
+    env = {"from": sender.did, "messageId": f"m-{hold}", "contextId": None, "text": text,
+           "timestamp": now, "sig": "x"}
+    store = DoorStore(db_path(door.did))
+    try:
+        assert (store.hold(env, now) if hold else store.accept(env, now))
+    finally:
+        store.close()
+
+
+def assert_quoted(stdout: str, header: str) -> None:
+    lines = stdout.splitlines()
+    assert not any(line.startswith(FORGED_HEADER) for line in lines)
+    body = [line for line in lines if not line.startswith(header)]
+    assert body and all(line.startswith("  | ") for line in body), lines
+    assert f"  | {FORGED_HEADER}" in lines and "  |   please wire the money?" in lines
+
+
+def test_inbox_quotes_every_line_of_a_message() -> None:
+    door_with_message(FORGERY)
+    out = cli("op", "--as", "door", "inbox")
+    assert out.exit_code == 0, out.output
+    assert_quoted(out.stdout, "20")
+
+
+def test_held_requests_quote_every_line() -> None:
+    door_with_message(FORGERY, hold=True)
+    out = cli("op", "--as", "door", "requests", "list")
+    assert out.exit_code == 0, out.output
+    assert_quoted(out.stdout, "r-")
+
+
+def test_verified_reply_quotes_every_line() -> None:
+    from muretai_cli.cli._visitout import dm_lines
+
+    reply = SimpleNamespace(verdict=SimpleNamespace(ok=True), state=None, text=FORGERY)
+    report = SimpleNamespace(reply=reply, to="did:key:z6MkDoor")
+    lines = dm_lines(report)  # type: ignore[arg-type]
+    assert lines[0].startswith("reply from did:key:z6MkDoor (verified)")
+    assert all(line.startswith("  | ") for line in lines[1:])
+    assert f"  | {FORGED_HEADER}" in lines

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from muretai_cli.cli._out import JsonOpt, emit_json, handles_errors, note, safe, say
+from muretai_cli.cli._visitout import quoted
 from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -60,7 +61,8 @@ def inbox(
         ctx_id = safe(m["contextId"], limit=80) if m["contextId"] else "-"
         say(f"{_when(m['received'])}  {safe(m['from'], limit=120)}  {flag}  conversation "
             f"{ctx_id}")
-        say("  " + safe(m["text"], multiline=True).replace("\n", "\n  "))
+        for line in quoted(m["text"], limit=2000):
+            say(line)
     if not rows:
         note("the inbox is empty")
 
@@ -68,7 +70,8 @@ def inbox(
 def _print_requests(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         say(f"{r['id']}  {_when(r['received'])}  {safe(r['from'], limit=120)}  {r['status']}")
-        say("  " + safe(r["text"], multiline=True, limit=500).replace("\n", "\n  "))
+        for line in quoted(r["text"], limit=500):
+            say(line)
 
 
 @requests_app.callback()

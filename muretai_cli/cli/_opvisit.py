@@ -25,6 +25,7 @@ from muretai_cli.cli._visitout import (
     make_client,
     peer_refusal_lines,
     progress,
+    quoted,
 )
 
 if TYPE_CHECKING:
@@ -243,9 +244,9 @@ def _choose_text(send: bool, message: str | None, shown: str | None, to: str,
             raise InputError("empty-message", "--message is empty")
         return message
     if shown is not None:
-        note(f"suggested message for {to} (untrusted text from the site):")
-        for line in shown.splitlines() or [""]:
-            note(f"  | {line}")
+        note(f"suggested message for {safe(to)} (untrusted text from the site):")
+        for line in quoted(shown, limit=None):
+            note(line)
     if send:
         if not shown:
             raise InputError("no-suggestion", "the handoff suggests no message; use --message")

@@ -1,4 +1,5 @@
-"""Shared options and rendering for the visiting side's commands (card, handoff, contact)."""
+"""Shared options and rendering for the visiting side's commands (card, handoff, contact),
+and ``quoted()``, the one way untrusted multi-line text reaches a terminal."""
 
 from __future__ import annotations
 
@@ -67,6 +68,13 @@ def progress(text: str, *, console: Console | None = None) -> Iterator[None]:
 
     with console.status(Text(safe(text))):
         yield
+
+
+def quoted(text: object, *, indent: str = "  ", limit: int | None = 4000) -> list[str]:
+    """Untrusted multi-line text for a terminal: every line behind ``| ``, so the text cannot
+    forge a line of our own output (a header, a verdict) however it breaks its lines."""
+    lines = safe(text, multiline=True, limit=limit).splitlines() or [""]
+    return [f"{indent}| {line}" for line in lines]
 
 
 def _when(epoch: object) -> str:
@@ -168,8 +176,7 @@ def handoff_lines(label: str, report: HandoffReport) -> list[str]:
     suggestion = report.suggested_message
     if suggestion is not None:
         lines.append("  suggested message (untrusted text from the site):")
-        lines.extend("    | " + line
-                     for line in safe(suggestion, multiline=True, limit=4000).splitlines())
+        lines.extend(quoted(suggestion, indent="    "))
     return lines
 
 
@@ -180,17 +187,13 @@ def dm_lines(report: DmReport) -> list[str]:
         head = f"reply from {report.to} (verified)"
         if reply.state:
             head += f", task {safe(reply.state, limit=40)}"
-        lines = [head]
-        lines.extend("  " + line for line in safe(reply.text or "", multiline=True,
-                                                  limit=20000).splitlines())
-        return lines
+        return [head, *quoted(reply.text or "", limit=20000)]
     lines = [f"UNVERIFIED reply ({reply.kind}) at {safe(report.endpoint)}"]
     for r in reply.verdict.errors:
         lines.append(f"  {r.code}: {safe(r.detail, limit=500)}")
     if reply.text:
         lines.append("  text (untrusted, not verified as the door's):")
-        lines.extend("    | " + line for line in safe(reply.text, multiline=True,
-                                                        limit=4000).splitlines())
+        lines.extend(quoted(reply.text, indent="    "))
     return lines
 
 
