@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from muretai_cli.errors import InputError
+from muretai_cli.errors import InputError, MuretaiError
 
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
@@ -170,6 +170,13 @@ def did_site_key(base: BaseUrl) -> str | None:
     if base.host != DID_SITE_HOST:
         return None
     segments = base.path.split("/")[1:]
-    if len(segments) == 1 and segments[0].startswith("z"):
-        return f"did:key:{segments[0]}"
-    return None
+    if len(segments) != 1 or not segments[0].startswith("z"):
+        return None
+    from muretai_cli.seam import public_from_did
+
+    did = f"did:key:{segments[0]}"
+    try:
+        public_from_did(did)
+    except MuretaiError:
+        return None  # not a key: an ordinary origin, whose card must vouch for any `to`
+    return did

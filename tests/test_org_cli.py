@@ -62,7 +62,11 @@ def test_trust_list_round_trip(tmp_path: Path) -> None:
     item = json.loads(run("verify", "org", str(path), "--agent", MEMBER.did, "--json",
                           "--now", "2000").stdout)["results"][0]
     assert item["trusted"] is True and item["trustedName"] == "Partner"
+    human = run("verify", "org", str(path), "--agent", MEMBER.did, "--now", "2000").stdout
+    assert "'Partner' (trusted" in human and "Claimed" not in human
     assert run("org", "untrust", org.did).exit_code == 0
+    human = run("verify", "org", str(path), "--agent", MEMBER.did, "--now", "2000").stdout
+    assert "'Claimed' (as claimed by" in human
     assert json.loads(run("org", "list", "--json").stdout)["orgs"] == []
     assert run("org", "untrust", org.did).exit_code == 1
     assert run("org", "trust", "did:key:nonsense", "--name", "x").exit_code == 2

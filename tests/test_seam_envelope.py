@@ -125,10 +125,10 @@ def test_float_timestamp_is_float_in_payload_never_coerced() -> None:
 @pytest.mark.parametrize(("field", "value", "code"), [
     ("timestamp", True, "malformed-field"),
     ("timestamp", "1784273681", "malformed-field"),
-    ("timestamp", None, "malformed-field"),
+    ("timestamp", None, "missing-field"),
     ("timestamp", 2**53, "int-out-of-range"),
     ("timestamp", -(2**53), "int-out-of-range"),
-    ("from", None, "malformed-field"),
+    ("from", None, "missing-field"),
     ("to", 5, "malformed-field"),
     ("text", ["a"], "malformed-field"),
     ("messageId", "", "malformed-field"),

@@ -66,6 +66,8 @@ def test_base_url_refusals_name_the_value_to_use(url: str, why: str,
 def test_did_addressed_site() -> None:
     from muretai_cli.urls import did_site_key, parse_base_url
 
-    assert did_site_key(parse_base_url("https://muretai.net/z6MkA")) == "did:key:z6MkA"
-    assert did_site_key(parse_base_url("https://muretai.net/a/z6MkA")) is None
-    assert did_site_key(parse_base_url("https://example.com/z6MkA")) is None
+    key = "z6MkehRgf7yJbgaGfYsdoAsKdBPE3dj2CYhowQdcjqSJgvVd"
+    assert did_site_key(parse_base_url(f"https://muretai.net/{key}")) == f"did:key:{key}"
+    assert did_site_key(parse_base_url(f"https://muretai.net/a/{key}")) is None
+    assert did_site_key(parse_base_url(f"https://example.com/{key}")) is None
+    assert did_site_key(parse_base_url("https://muretai.net/zABC")) is None, "not a key"

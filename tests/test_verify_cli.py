@@ -263,3 +263,40 @@ def test_conformance_on_a_malformed_file_fails_the_group_by_name(
     assert "Traceback" not in result.stdout + result.stderr
     status = {g["group"]: g["status"] for g in json.loads(result.stdout)["groups"]}
     assert status[group] == "failed"
+
+
+def test_a_malformed_expected_did_is_a_usage_error_in_both_commands(
+        pair: tuple[str, str], tmp_path: Path) -> None:
+    _, bob = pair
+    path = tmp_path / "m.json"
+    path.write_text(_signed(bob))
+    for args in (["verify", "message", str(path), "--to", "x"],
+                 ["verify", "card", str(path), "--did", "x"]):
+        result = run(*args)
+        assert result.exit_code == 2 and "bad-did" in result.stderr, args
+
+
+def test_a_negative_window_is_a_usage_error(pair: tuple[str, str], tmp_path: Path) -> None:
+    _, bob = pair
+    path = tmp_path / "m.json"
+    path.write_text(_signed(bob))
+    assert run("verify", "message", str(path), "--to", bob, "--window", "-5").exit_code == 2
+
+
+def test_a_message_without_metadata_names_the_missing_fields(pair: tuple[str, str]) -> None:
+    _, bob = pair
+    req = json.loads(_signed(bob))
+    del req["params"]["message"]["metadata"]
+    code, doc = run_json("verify", "message", "-", "--to", bob, input=json.dumps(req))
+    reason = doc["results"][0]["reasons"][0]
+    assert code == 1 and reason["code"] == "missing-field"
+    assert "from, timestamp, to" in reason["detail"]
+
+
+def test_json_output_escapes_terminal_controls_from_peers(pair: tuple[str, str]) -> None:
+    _, bob = pair
+    hostile = "pay\u202egnp.exe \x9b31m now"
+    result = run("verify", "message", "-", "--to", bob, "--json", input=_signed(bob, hostile))
+    assert "\u202e" not in result.stdout and "\x9b" not in result.stdout
+    assert "\\u202e" in result.stdout and "\\u009b" in result.stdout
+    assert json.loads(result.stdout)["results"][0]["text"] == hostile

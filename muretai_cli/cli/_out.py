@@ -48,10 +48,18 @@ def safe(text: object, *, multiline: bool = False, limit: int | None = 2000) -> 
     return (_UNSAFE_BLOCK if multiline else _UNSAFE_LINE).sub("?", value)
 
 
+# Characters that stay literal under ensure_ascii=False but can still steer a terminal that
+# shows the JSON: C1 controls (U+009B is a one-byte CSI), bidi overrides, line separators.
+# They can only occur inside JSON strings, where a \u escape is the same value.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
 def emit_json(doc: dict[str, Any]) -> None:
-    """Print one JSON document, ``ok`` first."""
+    """Print one JSON document, ``ok`` first; non-ASCII literal except terminal controls."""
     ordered = {"ok": doc.get("ok", False), **{k: v for k, v in doc.items() if k != "ok"}}
-    sys.stdout.write(json.dumps(ordered, ensure_ascii=False, indent=2) + "\n")
+    text = json.dumps(ordered, ensure_ascii=False, indent=2)
+    text = _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    sys.stdout.write(text + "\n")
 
 
 def say(text: str = "") -> None:

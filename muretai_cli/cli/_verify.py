@@ -31,7 +31,8 @@ def message(
     files: FilesArg,
     to: Annotated[str, typer.Option("--to", help="Your DID: the recipient you expect.")],
     now: NowOpt = None,
-    window: Annotated[int, typer.Option("--window", help="Freshness window, seconds (±).")] = 300,
+    window: Annotated[int, typer.Option("--window", min=0,
+                                        help="Freshness window, seconds (±).")] = 300,
     json_out: JsonOpt = False,
 ) -> None:
     """Verify signed A2A messages (message/send requests or bare messages) addressed to --to."""
@@ -61,6 +62,10 @@ def card(
     from muretai_cli.offline import check_card_envelope
     from muretai_cli.urls import base_from_any
 
+    try:
+        _did_arg(did)
+    except MuretaiError as exc:
+        raise InputError("bad-did", f"--did: {exc.detail}") from None
     base = base_from_any(origin, require_https=False) if origin else None
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,

@@ -16,8 +16,11 @@ def _grant_summary(item: dict[str, Any]) -> str:
 
 
 def _org_summary(item: dict[str, Any]) -> str:
+    if item.get("trusted"):
+        return f"{item.get('agentDid')} member of {item.get('trustedName')!r} (trusted: " \
+               f"{item.get('orgDid')} is in your trust list)"
     return f"{item.get('agentDid')} member of {item.get('orgName')!r} (as claimed by " \
-           f"{item.get('orgDid')})"
+           f"{item.get('orgDid')}, not in your trust list)"
 
 
 def register(app: typer.Typer) -> None:

@@ -25,7 +25,7 @@ def six_fields(env: Mapping[str, Any]) -> dict[str, Any]:
     """
     if not isinstance(env, Mapping):  # wire input: a JSON array or string must not crash
         raise Refused("malformed-envelope", "a message envelope is a JSON object")
-    missing = [k for k in SIGNED_FIELDS if k not in env and k != "contextId"]
+    missing = [k for k in SIGNED_FIELDS if env.get(k) is None and k != "contextId"]
     if missing:
         raise Refused("missing-field", f"the signed fields lack {', '.join(missing)}")
     fields = {k: env.get(k) for k in SIGNED_FIELDS}
