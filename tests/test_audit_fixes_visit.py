@@ -183,3 +183,20 @@ def test_verified_reply_quotes_every_line() -> None:
     assert lines[0].startswith("reply from did:key:z6MkDoor (verified)")
     assert all(line.startswith("  | ") for line in lines[1:])
     assert f"  | {FORGED_HEADER}" in lines
+
+
+# ---- 4: a handoff URL with spaces or control characters is refused ---------------------------
+
+@pytest.mark.parametrize("bad", ["\x1b[31m", " ", "\t", "\x7f", "\x85", "\u202e"])
+def test_handoff_url_with_control_characters_is_refused(tmp_path: Path, bad: str) -> None:
+    doc = meta({"kind": "ui", "url": f"{SITE}/good/{bad}page"},
+               {"kind": "a2a", "to": SITE_KEY.did, "endpoint": f"{SITE}/a2a{bad}"},
+               {"kind": "ui", "url": f"{SITE}/good/page"})
+    out = cli("handoff", "check", write(tmp_path, doc), "--origin", SITE, "--offline",
+              "--person", "--json")
+    entries = json.loads(out.stdout)["results"][0]["entries"]
+    codes = [[r["code"] for r in e["reasons"] if r["severity"] == "error"] for e in entries]
+    assert codes == [["bad-url"], ["bad-url"], []]
+    text = cli("handoff", "check", write(tmp_path, doc), "--origin", SITE, "--offline",
+               "--person")
+    assert "\x1b" not in text.stdout and "\u202e" not in text.stdout

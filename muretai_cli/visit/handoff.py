@@ -7,6 +7,7 @@ card, fetched and verified here, must name it. A card that fails vouches for not
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -169,6 +170,9 @@ def _base_of(url: str) -> BaseUrl:
     return base_from_any(url)
 
 
+# As card fetch refuses (urls.parse_base_url), plus C1 controls and bidi overrides, which
+# make a URL a person is asked to open show other than it is.
+_UNSAFE_URL = re.compile("[\x00-\x20\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _IGNORED = ("from", "as", "agent_name", "agentName", "sender", "identity")
 
 
@@ -260,6 +264,10 @@ class _Checker:
         for name in names:
             url = getattr(entry, name)
             if url is None:
+                continue
+            if _UNSAFE_URL.search(url):
+                reasons.append(error("bad-url", f"{name} {url[:200]!r} contains spaces or "
+                                                "control characters; no URL needs them"))
                 continue
             origin = origin_of(url, https_unless_loopback=True)
             if origin == self.origin.origin:
