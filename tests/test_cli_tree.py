@@ -43,3 +43,25 @@ def test_console_entry_point_runs_one_group() -> None:
     proc = subprocess.run([sys.executable, "-m", "muretai_cli", "nosuch"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2 and "No such command" in proc.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["verify", "message", "--to", "x", "--json"],
+    ["nosuch", "--json"],
+    ["verify", "card", "f.json", "--did", "d", "--now", "abc", "--json"],
+])
+def test_usage_errors_under_json_are_one_json_document(argv: list[str]) -> None:
+    import json
+
+    proc = subprocess.run([sys.executable, "-m", "muretai_cli", *argv],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    doc = json.loads(proc.stdout)
+    assert list(doc)[:2] == ["ok", "error"] and doc["ok"] is False and doc["error"] == "usage"
+    assert "Traceback" not in proc.stderr
+
+
+def test_exit_codes_pass_through_under_json() -> None:
+    proc = subprocess.run([sys.executable, "-m", "muretai_cli", "did", "resolve", "bad",
+                           "--json"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and '"bad-did"' in proc.stdout

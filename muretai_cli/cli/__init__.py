@@ -168,4 +168,24 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
-    build_app(_invoked(sys.argv[1:]))()
+    argv = sys.argv[1:]
+    app = build_app(_invoked(argv))
+    if "--json" not in argv:
+        app()
+        return
+    # With --json, even a usage error is one JSON document on stdout (and exit 2).
+    from typer.exceptions import TyperException
+
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        sys.exit(1)
+    except TyperException as exc:  # click's UsageError/BadParameter, as typer vendors them
+        from muretai_cli.cli._out import emit_json
+
+        formatter = getattr(exc, "format_message", None)
+        detail = str(formatter()) if callable(formatter) else str(exc)
+        emit_json({"ok": False, "error": "usage", "detail": detail})
+        sys.stderr.write(f"error: {detail}\n")
+        sys.exit(int(getattr(exc, "exit_code", 2)))
+    sys.exit(code if isinstance(code, int) else 0)
