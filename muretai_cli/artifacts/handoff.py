@@ -24,6 +24,17 @@ MAX_ENTRIES = 64
 SOURCES = ("_meta.handoff", "handoff", "muretai")
 _REQUIRED: dict[str, tuple[str, ...]] = {"dm": ("to",), "ui": ("url",), "mcp": ("server",)}
 _TEXT_FIELDS = ("to", "message", "endpoint", "card", "url", "why", "server")
+_URL_FIELDS = ("endpoint", "card", "url", "server")
+MAX_URL = 2048
+
+
+def _web_url(value: str) -> bool:
+    """An http(s) URL with a host and no spaces or control characters (no javascript:)."""
+    from muretai_cli.urls import origin_of
+
+    return (len(value) <= MAX_URL and not any(ord(c) < 0x21 or 0x7F <= ord(c) <= 0x9F
+                                              for c in value)
+            and origin_of(value) is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +112,14 @@ def _entry(raw: object, source: str, index: int) -> HandoffEntry | DroppedEntry:
     if kind == "a2a" and not any(raw.get(n) for n in ("to", "endpoint", "card")):
         return DroppedEntry(source, index, "missing-field: an a2a entry needs to, endpoint "
                                            "or card")
+    for name in _URL_FIELDS:
+        if raw.get(name) and not _web_url(raw[name]):
+            return DroppedEntry(source, index, f"bad-field: {name} must be an http(s) URL")
     connect = raw.get("connect")
     if connect is not None and not isinstance(connect, dict | str):
         return DroppedEntry(source, index, "bad-field: connect must be a grant or a card URL")
+    if isinstance(connect, str) and connect and not _web_url(connect):
+        return DroppedEntry(source, index, "bad-field: connect must be an http(s) card URL")
     values = {n: raw.get(n) or None for n in _TEXT_FIELDS}
     return HandoffEntry(kind=kind, source=source, index=index, connect=connect or None,
                         **values)
@@ -112,7 +128,7 @@ def _entry(raw: object, source: str, index: int) -> HandoffEntry | DroppedEntry:
 def _envelope_entries(envelope: object, source: str) -> tuple[list[object], str | None]:
     if not isinstance(envelope, dict):
         return [], "not-an-object"
-    if envelope.get("v") != 1 or isinstance(envelope.get("v"), bool):
+    if type(envelope.get("v")) is not int or envelope.get("v") != 1:  # not True, not 1.0
         return [], f"unsupported-version: {str(envelope.get('v'))[:20]}"
     if source == "muretai":
         if envelope.get("action") != "dm":
