@@ -15,6 +15,7 @@ from muretai_cli.errors import MuretaiError
 
 MAX_BODY = 1024 * 1024
 MAX_TEXT = 64 * 1024
+MAX_ID = 256  # characters of messageId and of contextId (the seam's cap on messageId)
 WINDOW = 300
 METHODS = ("message/send", "contact/redeem")
 MAX_SAFE = 2**53
@@ -111,10 +112,10 @@ def a2a_message(params: dict[str, Any]) -> dict[str, Any]:
     if msg.get("role") != "user":
         raise RpcError(-32600, "role-not-user")
     mid = msg.get("messageId")
-    if not isinstance(mid, str) or not mid:
+    if not isinstance(mid, str) or not 0 < len(mid) <= MAX_ID:
         raise RpcError(-32600, "bad-message-id")
     ctx = msg.get("contextId")
-    if ctx is not None and not isinstance(ctx, str):
+    if ctx is not None and (not isinstance(ctx, str) or len(ctx) > MAX_ID):
         raise RpcError(-32600, "bad-context-id")
     meta = msg.get("metadata")
     if meta is None:
@@ -129,6 +130,8 @@ def a2a_message(params: dict[str, Any]) -> dict[str, Any]:
         text = text_of_parts(msg.get("parts"))
     except MuretaiError as exc:
         raise refused(-32600, exc) from None
+    if not text:  # no text parts, or only empty ones: nothing was said, nothing to store
+        raise RpcError(-32600, "empty-text")
     return {"contextId": ctx, "from": meta.get("from"), "messageId": mid, "text": text,
             "timestamp": meta.get("timestamp"), "to": meta.get("to"), "sig": meta.get("sig")}
 
