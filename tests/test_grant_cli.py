@@ -92,3 +92,15 @@ def test_timeout_seconds() -> None:
     for bad in ("0", "-1", "nan", "inf", "soon"):
         with pytest.raises(InputError):
             parse_seconds(bad)
+
+
+def test_grant_ids_are_128_bit_hex_and_never_look_like_an_option() -> None:
+    import re
+
+    from muretai_cli.artifacts.grant import mint_grant
+    from muretai_cli.seam import SigningKey
+
+    key = SigningKey(b"\x07" * 32)
+    for _ in range(300):  # a base64url id started with "-" once in 64 grants
+        grant_id = mint_grant(key, uses=1, now=1000)["id"]
+        assert re.fullmatch(r"[0-9a-f]{32}", grant_id), grant_id

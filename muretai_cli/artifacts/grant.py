@@ -36,7 +36,8 @@ def mint_grant(key: SigningKey, *, uses: int, now: int, ttl: int = DEFAULT_TTL,
         raise Refused("bad-uses", "uses must be an integer of at least 1")
     if ttl < 1:
         raise Refused("bad-expiry", "a grant must expire in the future")
-    body: dict[str, Any] = {"typ": GRANT_TYP, "did": key.did, "id": secrets.token_urlsafe(16),
+    # hex: 128 bits that never start with "-" (which a command line would read as an option)
+    body: dict[str, Any] = {"typ": GRANT_TYP, "did": key.did, "id": secrets.token_hex(16),
                             "uses": uses, "iat": now, "exp": now + ttl}
     if purpose is not None:
         body["purpose"] = purpose
