@@ -256,3 +256,16 @@ def test_door_shape_rung_caps_ids_and_refuses_empty_text(breaks: str) -> None:
         assert "result" in _post(door, ok)
     finally:
         door.store.close()
+
+
+# ---- 6: the door's reason is shown in human output (safely) -------------------------------
+
+def test_peer_refusal_shows_the_reason() -> None:
+    from muretai_cli.cli._visitout import peer_refusal_lines
+
+    data = {"rpcError": {"code": -32011, "message": "Contact grant refused",
+                         "data": {"reason": "exhausted"}}}
+    assert peer_refusal_lines(data)[0] == \
+        "  door error -32011: Contact grant refused (reason: exhausted)"
+    hostile = {"rpcError": {"code": -32011, "message": "x", "data": {"reason": "a\x1b[2Jb\nc"}}}
+    assert peer_refusal_lines(hostile)[0].endswith("(reason: a?[2Jb?c)")

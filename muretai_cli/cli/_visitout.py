@@ -202,8 +202,11 @@ def peer_refusal_lines(data: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     rpc = data.get("rpcError")
     if isinstance(rpc, dict):
-        lines.append(f"  door error {safe(rpc.get('code'))}: {safe(rpc.get('message'), limit=300)}")
         gate = rpc.get("data")
+        line = f"  door error {safe(rpc.get('code'))}: {safe(rpc.get('message'), limit=300)}"
+        if isinstance(gate, dict) and gate.get("reason") is not None:
+            line += f" (reason: {safe(gate['reason'], limit=100)})"
+        lines.append(line)
         if isinstance(gate, dict):
             for key in ("message", "agentHint", "requestId"):
                 if key in gate:
