@@ -269,3 +269,22 @@ def test_peer_refusal_shows_the_reason() -> None:
         "  door error -32011: Contact grant refused (reason: exhausted)"
     hostile = {"rpcError": {"code": -32011, "message": "x", "data": {"reason": "a\x1b[2Jb\nc"}}}
     assert peer_refusal_lines(hostile)[0].endswith("(reason: a?[2Jb?c)")
+
+
+# ---- 7: a malformed DID the user typed is a usage error naming where it was typed ---------------
+
+@pytest.mark.parametrize(("argv", "name"), [
+    (["card", "fetch", "http://127.0.0.1:1", "--did", "garbage"], "--did"),
+    (["op", "--as", "alice", "contact", "dm", "did:key:zzz", "hi",
+      "--connect", "http://127.0.0.1:1"], "DID"),
+    (["org", "trust", "did:key:zzz", "--name", "x"], "DID"),
+    (["org", "untrust", "garbage"], "DID"),
+    (["org", "attest", "--as", "alice", "--member", "did:key:z6Mk", "--name", "x"], "--member"),
+])
+def test_malformed_did_argument_is_exit_2(argv: list[str], name: str) -> None:
+    assert cli("id", "new", "alice").exit_code == 0
+    out = cli(*argv)
+    assert out.exit_code == 2, out.output
+    assert "bad-did" in out.stderr and f"{name} " in out.stderr
+    doc = json.loads(cli(*argv, "--json").stdout)
+    assert doc["ok"] is False and doc["error"] == "bad-did"

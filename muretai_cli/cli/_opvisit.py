@@ -20,6 +20,7 @@ from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
     TimeoutOpt,
+    did_option,
     dm_lines,
     handoff_lines,
     make_client,
@@ -137,6 +138,7 @@ def dm(
     from muretai_cli.home import ConnectionStore, PinStore, TrustList
     from muretai_cli.visit.dm import contact_and_dm
 
+    did_option(did, "DID")
     text = message_text(message, message_file)
     grant_or_url = connect_value(connect)
     ident = op_identity(ctx)

@@ -11,15 +11,10 @@ from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, no
 app = typer.Typer(no_args_is_help=True)
 
 
-def _org_did(did: str) -> str:
-    from muretai_cli.errors import InputError, MuretaiError
-    from muretai_cli.seam import public_from_did
+def _org_did(did: str, name: str = "DID") -> str:
+    from muretai_cli.cli._visitout import did_option
 
-    try:
-        public_from_did(did)
-    except MuretaiError as exc:
-        raise InputError("bad-did", f"{did[:120]!r} is not a did:key: {exc.detail}") from None
-    return did
+    return did_option(did, name)
 
 
 @app.command("trust")
@@ -68,7 +63,7 @@ def untrust(
     from muretai_cli.errors import Refused
     from muretai_cli.home import TrustList
 
-    entry = TrustList().remove(did)
+    entry = TrustList().remove(_org_did(did))
     if entry is None:
         raise Refused("not-trusted", f"{did[:120]} is not in the trust list")
     if json_out:
@@ -101,8 +96,8 @@ def attest(
 
     ttl = parse_duration(expires, name="--expires") if expires is not None else None
     key = KeyStore(keys_dir(keys)).load(as_).signing_key()
-    doc = attest_member(key, member_did=_org_did(member), org_name=name, now=int(time.time()),
-                        role=role, ttl=ttl)
+    doc = attest_member(key, member_did=_org_did(member, "--member"), org_name=name,
+                        now=int(time.time()), role=role, ttl=ttl)
     if json_out:
         emit_json({"ok": True, "membership": doc})
     else:
