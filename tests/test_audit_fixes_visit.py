@@ -288,3 +288,23 @@ def test_malformed_did_argument_is_exit_2(argv: list[str], name: str) -> None:
     assert "bad-did" in out.stderr and f"{name} " in out.stderr
     doc = json.loads(cli(*argv, "--json").stdout)
     assert doc["ok"] is False and doc["error"] == "bad-did"
+
+
+# ---- 8: conventions lint on empty input is exit 2 no-input -----------------------------------
+
+@pytest.mark.parametrize("empty", [b"", b"\n  \n", b"[]"])
+def test_lint_empty_input_is_no_input(tmp_path: Path, empty: bytes) -> None:
+    out = cli("conventions", "lint", "-", input=empty)
+    assert out.exit_code == 2, out.output
+    assert "no-input" in out.stderr and "linted" not in out.stdout
+    path = tmp_path / "capture.jsonl"
+    path.write_bytes(empty)
+    out = cli("conventions", "lint", str(path), "--json")
+    assert out.exit_code == 2
+    doc = json.loads(out.stdout)
+    assert doc["ok"] is False and doc["error"] == "no-input"
+
+
+def test_lint_dev_null_is_no_input() -> None:
+    out = cli("conventions", "lint", "/dev/null")
+    assert out.exit_code == 2 and "no-input" in out.stderr

@@ -2,7 +2,8 @@
 
 Text mode streams findings as it goes (memory stays flat) and ends with a summary line and
 a table; ``--json`` prints one document listing only the results with findings. Exit 0 when
-no error, 1 when any (or any warning with ``--strict``), 2 when the input cannot be read.
+no error, 1 when any (or any warning with ``--strict``), 2 when the input cannot be read or
+holds no result at all.
 """
 
 from __future__ import annotations
@@ -194,6 +195,10 @@ def lint(
         progress.stop()
         if stream is not sys.stdin.buffer:
             stream.close()
+    if tally.results == 0:  # an empty capture from a failed step must not pass a CI gate
+        raise InputError("no-input", f"{source}: no tool result to lint (the input is empty, "
+                                     "blank or [])", hint="give one result, a JSON array of "
+                                                          "them, or JSON Lines")
     levels = None
     if manifest is not None:
         levels = level_report(manifest, gate_seen=gated or tally.well_formed_gates > 0,
