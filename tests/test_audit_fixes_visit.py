@@ -308,3 +308,35 @@ def test_lint_empty_input_is_no_input(tmp_path: Path, empty: bytes) -> None:
 def test_lint_dev_null_is_no_input() -> None:
     out = cli("conventions", "lint", "/dev/null")
     assert out.exit_code == 2 and "no-input" in out.stderr
+
+
+# ---- 9: an approved message shows when it arrived (and when it was approved) ------------------
+
+def test_inbox_shows_arrival_time_of_an_approved_message() -> None:
+    import time
+
+    from muretai_cli.door.store import DoorStore, db_path
+    from muretai_cli.home import KeyStore, keys_dir
+
+    door = KeyStore(keys_dir()).create("door")
+    sender = SigningKey(b"\x0c" * 32)
+    arrived = int(time.time()) - 7200
+    store = DoorStore(db_path(door.did))
+    try:
+        rid = store.hold({"from": sender.did, "messageId": "m-1", "contextId": None,
+                          "text": "first contact", "timestamp": arrived, "sig": "x"}, arrived)
+        assert rid is not None
+        assert store.accept({"from": sender.did, "messageId": "m-0", "contextId": None,
+                             "text": "direct", "timestamp": arrived + 60, "sig": "x"},
+                            arrived + 60)
+    finally:
+        store.close()
+    assert cli("op", "--as", "door", "requests", "approve", rid).exit_code == 0
+    doc = json.loads(cli("op", "--as", "door", "inbox", "--json").stdout)
+    first, second = doc["messages"]
+    assert first["text"] == "first contact" and first["received"] == arrived
+    assert first["approved"] >= arrived + 7000 and second["approved"] is None
+    out = cli("op", "--as", "door", "inbox")
+    header = out.stdout.splitlines()[0]
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(arrived))
+    assert header.startswith(when) and "  approved " in header

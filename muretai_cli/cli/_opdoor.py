@@ -47,7 +47,8 @@ def inbox(
     all_: Annotated[bool, typer.Option("--all", help="Everything, not the newest 20.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Accepted messages, newest first: sender, time, verified flag, conversation, text."""
+    """Accepted messages, newest first: arrival time, sender, verified flag, conversation
+    (and when you approved a held first contact), then the text."""
     store = _store(ctx)
     try:
         rows = store.inbox(None if all_ else 20)
@@ -59,8 +60,9 @@ def inbox(
     for m in rows:
         flag = "verified" if m["verified"] else "UNVERIFIED"
         ctx_id = safe(m["contextId"], limit=80) if m["contextId"] else "-"
+        approved = f"  approved {_when(m['approved'])}" if m.get("approved") else ""
         say(f"{_when(m['received'])}  {safe(m['from'], limit=120)}  {flag}  conversation "
-            f"{ctx_id}")
+            f"{ctx_id}{approved}")
         for line in quoted(m["text"], limit=2000):
             say(line)
     if not rows:

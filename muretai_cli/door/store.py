@@ -310,11 +310,16 @@ class DoorStore:
 
     # -- the owner's side ------------------------------------------------------------
     def inbox(self, limit: int | None = 20) -> list[dict[str, Any]]:
+        """Newest into the inbox first. ``received`` is when the door took the message in
+        (for an approved first contact, when it was held); ``approved`` when you approved it."""
         rows = self.db.execute(
-            "SELECT id, sender, message_id, context_id, text, sent, received, verified, via "
-            "FROM inbox ORDER BY received DESC, id DESC LIMIT ?", (limit or -1,)).fetchall()
+            "SELECT i.id, i.sender, i.message_id, i.context_id, i.text, i.sent, i.received, "
+            "i.verified, i.via, (SELECT MIN(r.decided) FROM requests r WHERE i.via='approved' "
+            "AND r.sender=i.sender AND r.message_id=i.message_id AND r.status='approved') "
+            "AS approved FROM inbox i ORDER BY COALESCE(approved, i.received) DESC, i.id DESC "
+            "LIMIT ?", (limit or -1,)).fetchall()
         keys = ("id", "from", "messageId", "contextId", "text", "timestamp", "received",
-                "verified", "via")
+                "verified", "via", "approved")
         out = [dict(zip(keys, r, strict=True)) for r in rows]
         for item in out:
             item["verified"] = bool(item["verified"])
@@ -350,12 +355,12 @@ class DoorStore:
     def approve(self, request_id: str, now: int) -> dict[str, Any]:
         self._tx()
         try:
-            rid, sender, mid, ctx, text, sent, _received, sig, _ = self._held(request_id)
+            rid, sender, mid, ctx, text, sent, received, sig, _ = self._held(request_id)
             self.db.execute("UPDATE requests SET status='approved', decided=? WHERE id=?",
                             (now, rid))
             self.db.execute("INSERT OR IGNORE INTO inbox (sender, message_id, context_id, text, "
                             "sent, received, verified, sig, via) VALUES (?, ?, ?, ?, ?, ?, 1, ?, "
-                            "'approved')", (sender, mid, ctx, text, sent, now, sig))
+                            "'approved')", (sender, mid, ctx, text, sent, received, sig))
             if self._status_in_tx(sender) not in ("allowed", "blocked"):
                 self._set_sender(sender, "approved", now)
             self._log(now, "approve", sender, rid)
