@@ -22,6 +22,7 @@ CARD_SIG_PATH = "/.well-known/agent-card.sig.json"
 DID_SITE_HOST = "muretai.net"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST_CHARS = re.compile(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]")
+_PATH_CHARS = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*")  # RFC 3986 pchar and "/"
 _MAX_URL = 2048
 
 
@@ -134,6 +135,9 @@ def parse_base_url(url: str, *, require_https: bool = True) -> BaseUrl:
         raise _refuse(url, "a base URL carries no query", canonical.text)
     if parts.fragment or "#" in url:
         raise _refuse(url, "a base URL carries no fragment", canonical.text)
+    if not _PATH_CHARS.fullmatch(path):
+        raise _refuse(url, "the path has characters a URL path cannot carry unencoded; "
+                           "percent-encode them")
     lowered = path.lower()
     segments = path.split("/")[1:]
     if "%2e" in lowered or any(s in (".", "..") for s in segments):

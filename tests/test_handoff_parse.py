@@ -17,6 +17,7 @@ def _one(entry: dict[str, Any], v: Any = 1) -> dict[str, Any]:
     {"kind": "ui", "url": "javascript:alert(1)"},
     {"kind": "ui", "url": "https://shop.example/a\x1b[31m"},
     {"kind": "ui", "url": "https://shop.example/a b"},
+    {"kind": "ui", "url": "https://shop.example/\u202egnp.exe"},
     {"kind": "mcp", "server": "data:text/html,hi"},
     {"kind": "a2a", "endpoint": "file:///etc/passwd"},
     {"kind": "a2a", "card": "//elsewhere.example/card"},

@@ -50,6 +50,8 @@ def test_base_url_canonical_forms(url: str, canonical: str) -> None:
     ("http://example.com/", "loopback", "https://example.com"),
     ("ftp://example.com/", "scheme", None),
     ("https://example.com/a//b", "empty path segments", "https://example.com/a/b"),
+    ("http://127.0.0.1:1/x[/y]", "percent-encode", None),
+    ("https://example.com/caf\u00e9", "percent-encode", None),
 ])
 def test_base_url_refusals_name_the_value_to_use(url: str, why: str,
                                                  suggestion: str | None) -> None:

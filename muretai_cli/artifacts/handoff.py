@@ -29,11 +29,15 @@ MAX_URL = 2048
 
 
 def _web_url(value: str) -> bool:
-    """An http(s) URL with a host and no spaces or control characters (no javascript:)."""
+    """An http(s) URL with a host, in ASCII, with no spaces or controls (no javascript:).
+
+    A URL on the wire is ASCII (RFC 3986); anything else -- bidi overrides included -- is a
+    spelling meant for a person's eyes, not a link.
+    """
     from muretai_cli.urls import origin_of
 
-    return (len(value) <= MAX_URL and not any(ord(c) < 0x21 or 0x7F <= ord(c) <= 0x9F
-                                              for c in value)
+    return (len(value) <= MAX_URL and value.isascii()
+            and not any(ord(c) < 0x21 or ord(c) == 0x7F for c in value)
             and origin_of(value) is not None)
 
 
