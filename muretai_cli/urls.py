@@ -24,6 +24,8 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST_CHARS = re.compile(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]")
 _PATH_CHARS = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*")  # RFC 3986 pchar and "/"
 _MAX_URL = 2048
+# Spaces, C0 controls and DEL: never part of a URL a muretai command will read.
+URL_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
 
 
 def is_loopback_host(host: str) -> bool:
@@ -104,7 +106,7 @@ def parse_base_url(url: str, *, require_https: bool = True) -> BaseUrl:
     """
     if not isinstance(url, str) or not url or len(url) > _MAX_URL:
         raise _refuse(str(url)[:200], "not a URL of reasonable length")
-    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+    if URL_FORBIDDEN.search(url):
         raise _refuse(url, "contains spaces or control characters")
     try:
         parts = urlsplit(url)

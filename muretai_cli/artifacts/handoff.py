@@ -34,10 +34,10 @@ def _web_url(value: str) -> bool:
     A URL on the wire is ASCII (RFC 3986); anything else -- bidi overrides included -- is a
     spelling meant for a person's eyes, not a link.
     """
-    from muretai_cli.urls import origin_of
+    from muretai_cli.urls import URL_FORBIDDEN, origin_of
 
     return (len(value) <= MAX_URL and value.isascii()
-            and not any(ord(c) < 0x21 or ord(c) == 0x7F for c in value)
+            and URL_FORBIDDEN.search(value) is None
             and origin_of(value) is not None)
 
 

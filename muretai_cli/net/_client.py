@@ -23,7 +23,7 @@ from muretai_cli.errors import (
     Unreachable,
 )
 from muretai_cli.net._deadline import Deadline
-from muretai_cli.urls import is_loopback_host, origin_of
+from muretai_cli.urls import URL_FORBIDDEN, is_loopback_host, origin_of
 
 _REDIRECTS = {301, 302, 303, 307, 308}
 MAX_RETRY_AFTER = 7 * 86400
@@ -35,7 +35,7 @@ def user_agent() -> str:
 
 def check_request_url(url: str) -> str:
     """The URL itself if muretai may dial it: http(s), a host, no userinfo, http on loopback."""
-    if not isinstance(url, str) or len(url) > 4096 or any(ord(c) < 0x21 for c in url):
+    if not isinstance(url, str) or len(url) > 4096 or URL_FORBIDDEN.search(url) is not None:
         raise InputError("bad-url", f"{str(url)[:200]!r} is not a URL muretai can dial")
     origin = origin_of(url)
     if origin is None:

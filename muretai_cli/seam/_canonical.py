@@ -133,8 +133,34 @@ def canonical_from_json(raw: bytes) -> bytes:
         raise InputError(exc.code, exc.detail) from None
 
 
+def _plainly_signable(value: Any) -> bool:
+    """The fast walk: True when every node is a str, bool, None, safe int, dict or list."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if not -MAX_SAFE_INT <= item <= MAX_SAFE_INT:
+                return False
+        elif kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        else:
+            return False
+    return True
+
+
 def check_signable(value: Any, path: str = "$") -> None:
-    """Refuse what a signer must never emit: floats, and integers beyond ±(2**53-1)."""
+    """Refuse what a signer must never emit: floats, and integers beyond ±(2**53-1).
+
+    The common case walks the value once without building paths; only a value that fails
+    it is walked again to name the offending path.
+    """
+    if _plainly_signable(value):
+        return
     stack: list[tuple[str, Any]] = [(path, value)]
     while stack:
         where, item = stack.pop()
