@@ -6,13 +6,12 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, emit_json, handles_errors, note, say
+from muretai_cli.cli._out import JsonOpt, did_option, emit_json, handles_errors, note, say
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
     NowOpt,
     TimeoutOpt,
-    did_option,
     make_client,
     now_or_clock,
     print_card,

@@ -9,6 +9,7 @@ import typer
 
 from muretai_cli.cli._out import (
     JsonOpt,
+    did_option,
     emit_json,
     handles_errors,
     note,
@@ -20,7 +21,6 @@ from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
     TimeoutOpt,
-    did_option,
     dm_lines,
     handoff_lines,
     make_client,

@@ -12,7 +12,7 @@ app = typer.Typer(no_args_is_help=True)
 
 
 def _org_did(did: str, name: str = "DID") -> str:
-    from muretai_cli.cli._visitout import did_option
+    from muretai_cli.cli._out import did_option
 
     return did_option(did, name)
 

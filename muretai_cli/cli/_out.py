@@ -199,3 +199,17 @@ def verify_batch(files: list[str], json_out: bool, check: Callable[[object], Ver
     if not results:
         raise InputError("no-input", "no inputs were given (stdin was empty)")
     raise typer.Exit(render_batch(results, json_out, summary))
+
+
+def did_option(value: str, name: str) -> str:
+    """A DID the user typed: a malformed one is a usage error (exit 2 ``bad-did``) naming the
+    option or argument, never a refusal from a peer."""
+    from muretai_cli.seam import public_from_did
+
+    try:
+        public_from_did(value)
+    except MuretaiError as exc:
+        raise InputError("bad-did", f"{name} {safe(value, limit=120)!r} is not a did:key: "
+                                    f"{exc.detail}", hint="a did:key looks like did:key:z6Mk…"
+                         ) from None
+    return value

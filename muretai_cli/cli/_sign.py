@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import KeysOpt, handles_errors, read_input
+from muretai_cli.cli._out import KeysOpt, did_option, handles_errors, read_input
 
 if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
@@ -47,13 +47,9 @@ def message(
 ) -> None:
     """Print a complete signed A2A message/send request on stdout."""
     from muretai_cli.artifacts.message import build_message_send, signed_message
-    from muretai_cli.errors import InputError, MuretaiError
-    from muretai_cli.seam import public_from_did
+    from muretai_cli.errors import InputError
 
-    try:
-        public_from_did(to)
-    except MuretaiError as exc:
-        raise InputError("bad-did", f"--to: {exc.detail}") from None
+    did_option(to, "--to")
     if text == "-":
         try:
             text = read_input("-", limit=65536).decode("utf-8")

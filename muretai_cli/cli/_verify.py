@@ -12,18 +12,17 @@ from typing import Annotated
 import typer
 
 from muretai_cli.cli import _verify_artifacts
-from muretai_cli.cli._out import FilesArg, JsonOpt, NowOpt, handles_errors, verify_batch
-from muretai_cli.errors import InputError, MuretaiError
+from muretai_cli.cli._out import (
+    FilesArg,
+    JsonOpt,
+    NowOpt,
+    did_option,
+    handles_errors,
+    verify_batch,
+)
 
 app = typer.Typer(help="Verify signed artifacts offline (messages, cards, grants, orgs).",
                   no_args_is_help=True)
-
-def _did_arg(value: str) -> str:
-    from muretai_cli.seam import public_from_did
-
-    public_from_did(value)  # a malformed DID is a usage error here, not a verdict
-    return value
-
 
 @app.command("message")
 @handles_errors
@@ -38,10 +37,7 @@ def message(
     """Verify signed A2A messages (message/send requests or bare messages) addressed to --to."""
     from muretai_cli.offline import check_message
 
-    try:
-        _did_arg(to)
-    except MuretaiError as exc:
-        raise InputError("bad-did", f"--to: {exc.detail}") from None
+    did_option(to, "--to")
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,
                  lambda doc: check_message(doc, to_did=to, now=when, window=window),
@@ -62,10 +58,7 @@ def card(
     from muretai_cli.offline import check_card_envelope
     from muretai_cli.urls import base_from_any
 
-    try:
-        _did_arg(did)
-    except MuretaiError as exc:
-        raise InputError("bad-did", f"--did: {exc.detail}") from None
+    did_option(did, "--did")
     base = base_from_any(origin, require_https=False) if origin else None
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,

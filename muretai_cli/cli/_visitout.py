@@ -32,21 +32,6 @@ NowOpt = Annotated[int | None, typer.Option(
 DEFAULT_MAX_BYTES = 1024 * 1024
 
 
-def did_option(value: str, name: str) -> str:
-    """A DID the user typed: a malformed one is a usage error (exit 2 ``bad-did``) naming the
-    option or argument, never a refusal from a peer."""
-    from muretai_cli.errors import InputError, MuretaiError
-    from muretai_cli.seam import public_from_did
-
-    try:
-        public_from_did(value)
-    except MuretaiError as exc:
-        raise InputError("bad-did", f"{name} {safe(value, limit=120)!r} is not a did:key: "
-                                    f"{exc.detail}", hint="a did:key looks like did:key:z6Mk…"
-                         ) from None
-    return value
-
-
 def now_or_clock(now: int | None) -> int:
     return int(time.time()) if now is None else now
 
