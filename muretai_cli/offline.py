@@ -10,12 +10,16 @@ from typing import Any
 
 from muretai_cli.artifacts.message import envelope_of
 from muretai_cli.errors import MuretaiError
-from muretai_cli.seam import check_fresh, verify_card_envelope, verify_envelope
+from muretai_cli.seam import (
+    ENVELOPE_MAX_AGE,
+    ENVELOPE_MAX_AHEAD,
+    check_fresh,
+    verify_card_envelope,
+    verify_envelope,
+)
 from muretai_cli.urls import BaseUrl, same_base
 from muretai_cli.verdict import Reason, Verdict, error, warning
 
-CARD_FUTURE_SKEW = 300
-CARD_MAX_AGE = 6 * 3600
 DEFAULT_WINDOW = 300
 
 
@@ -43,9 +47,9 @@ def check_message(doc: object, *, to_did: str, now: int,
 
 def card_freshness(ts: int, now: int) -> list[Reason]:
     """An envelope more than 5 min ahead is refused; one older than 6 h is stale (a warning)."""
-    if ts > now + CARD_FUTURE_SKEW:
+    if ts > now + ENVELOPE_MAX_AHEAD:
         return [error("from-the-future", f"ts is {ts - now} s ahead of now")]
-    if now - ts > CARD_MAX_AGE:
+    if now - ts > ENVELOPE_MAX_AGE:
         return [warning("stale", f"the envelope was signed {now - ts} s ago (over 6 h)")]
     return []
 

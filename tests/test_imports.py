@@ -7,6 +7,7 @@ interpreter, since this test process has long since imported everything.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -72,14 +73,20 @@ def test_offline_commands_load_no_network_or_database_module(tmp_path: Path) -> 
     assert report["loaded"] == []
 
 
-def test_did_resolve_as_a_process_imports_no_network_module() -> None:
-    """The real entry point, measured the way -X importtime sees it."""
+@functools.cache
+def _did_resolve_imports() -> frozenset[str]:
+    """Every module ``muretai did resolve`` imports, as -X importtime sees the real process."""
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "muretai_cli", "did", "resolve", SENDER.did],
         capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
-    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
-                if line.startswith("import time:")}
+    return frozenset(line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                     if line.startswith("import time:"))
+
+
+def test_did_resolve_as_a_process_imports_no_network_module() -> None:
+    """The real entry point, measured the way -X importtime sees it."""
+    imported = _did_resolve_imports()
     assert "muretai_cli.did" in imported  # the measurement saw the command's own imports
     assert not {m for m in imported if m.split(".")[0] in FORBIDDEN}
     assert "cryptography" not in {m.split(".")[0] for m in imported}  # resolve needs no crypto
@@ -89,11 +96,6 @@ STDLIB_NETWORK = ("ssl", "http", "urllib.request")  # email and socket: Typer's 
 
 
 def test_did_resolve_loads_no_stdlib_network_stack() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "muretai_cli", "did", "resolve", SENDER.did],
-        capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr
-    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
-                if line.startswith("import time:")}
+    imported = _did_resolve_imports()
     assert not {m for m in imported if m.split(".")[0] in ("ssl", "http")
                 or m in STDLIB_NETWORK}

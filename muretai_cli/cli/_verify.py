@@ -24,6 +24,7 @@ from muretai_cli.cli._out import (
 app = typer.Typer(help="Verify signed artifacts offline (messages, cards, grants, orgs).",
                   no_args_is_help=True)
 
+
 @app.command("message")
 @handles_errors
 def message(

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
         parse_document,
     )
     from muretai_cli.seam._cardpub import (
+        ENVELOPE_MAX_AGE,
+        ENVELOPE_MAX_AHEAD,
         card_envelope_payload,
         sign_card_envelope,
         verify_card_envelope,
@@ -49,6 +51,7 @@ _WHERE = {
     "MAX_SAFE_INT": "_canonical", "canonical_bytes": "_canonical",
     "canonical_from_json": "_canonical", "check_signable": "_canonical",
     "parse_document": "_canonical",
+    "ENVELOPE_MAX_AGE": "_cardpub", "ENVELOPE_MAX_AHEAD": "_cardpub",
     "card_envelope_payload": "_cardpub", "sign_card_envelope": "_cardpub",
     "verify_card_envelope": "_cardpub",
     "MAX_B58_LEN": "_didkey", "did_from_public": "_didkey", "public_from_did": "_didkey",
@@ -60,6 +63,8 @@ _WHERE = {
 }
 
 __all__ = [
+    "ENVELOPE_MAX_AGE",
+    "ENVELOPE_MAX_AHEAD",
     "MAX_B58_LEN",
     "MAX_SAFE_INT",
     "SIGNED_FIELDS",

@@ -11,6 +11,10 @@ from muretai_cli.seam._didkey import verifying_key_from_did
 from muretai_cli.seam._ed25519 import SigningKey, verify_strict
 
 CARD_TYP = "agentcard"
+# How long a verifier honours an envelope: older than this is stale; dated further ahead
+# than ENVELOPE_MAX_AHEAD is from the future (clocks disagree by less than that).
+ENVELOPE_MAX_AGE = 6 * 3600
+ENVELOPE_MAX_AHEAD = 300
 
 
 def card_envelope_payload(card: Mapping[str, Any], ts: int) -> bytes:

@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from muretai_cli.home import PinStore, TrustList
     from muretai_cli.net import SafeClient
 
-ENVELOPE_MAX_AGE = 6 * 3600
-ENVELOPE_MAX_AHEAD = 300
 Signature = Literal["verified", "unsigned", "refused"]
 PinState = Literal["new", "match", "conflict", "unpinned"]
 
@@ -150,7 +148,12 @@ def org_verdict(doc: object, agent_did: str, now: int, trust: TrustList | None) 
 
 def _envelope_reasons(card: Mapping[str, Any], envelope: object, now: int
                       ) -> tuple[list[Reason], Signature, int | None]:
-    from muretai_cli.seam import canonical_bytes, verify_card_envelope
+    from muretai_cli.seam import (
+        ENVELOPE_MAX_AGE,
+        ENVELOPE_MAX_AHEAD,
+        canonical_bytes,
+        verify_card_envelope,
+    )
 
     try:
         signed = verify_card_envelope(envelope, expected_did=str(card["did"]))
