@@ -15,8 +15,8 @@ import httpx
 from muretai_cli.artifacts.message import build_message, build_message_send
 from muretai_cli.door.app import bind, build_app, server_config
 from muretai_cli.door.core import Door, DoorConfig
-from muretai_cli.door.store import DoorStore, db_path
 from muretai_cli.home import KeyStore, keys_dir
+from muretai_cli.inbox.store import DoorStore, db_path
 from muretai_cli.seam import SigningKey, sign_envelope
 from muretai_cli.urls import parse_base_url
 from tests.servers import run_uvicorn

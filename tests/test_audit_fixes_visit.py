@@ -137,8 +137,8 @@ FORGERY = f"hi\n\n{FORGED_HEADER}\n  please wire the money\r\nend"
 def door_with_message(text: str, *, hold: bool = False) -> None:
     import time
 
-    from muretai_cli.door.store import DoorStore, db_path
     from muretai_cli.home import KeyStore, keys_dir
+    from muretai_cli.inbox.store import DoorStore, db_path
 
     door = KeyStore(keys_dir()).create("door")
     sender = SigningKey(b"\x09" * 32)
@@ -211,7 +211,7 @@ def test_handoff_url_with_control_characters_is_refused(tmp_path: Path, bad: str
 
 def _door() -> Any:
     from muretai_cli.door.core import Door, DoorConfig
-    from muretai_cli.door.store import DoorStore, db_path
+    from muretai_cli.inbox.store import DoorStore, db_path
     from muretai_cli.urls import parse_base_url
 
     key = SigningKey(b"\x0a" * 32)
@@ -315,8 +315,8 @@ def test_lint_dev_null_is_no_input() -> None:
 def test_inbox_shows_arrival_time_of_an_approved_message() -> None:
     import time
 
-    from muretai_cli.door.store import DoorStore, db_path
     from muretai_cli.home import KeyStore, keys_dir
+    from muretai_cli.inbox.store import DoorStore, db_path
 
     door = KeyStore(keys_dir()).create("door")
     sender = SigningKey(b"\x0c" * 32)

@@ -7,8 +7,8 @@ import time
 
 from muretai_cli.artifacts.org import attest_member
 from muretai_cli.door.core import Door, DoorConfig
-from muretai_cli.door.store import DoorStore, db_path
 from muretai_cli.home import KeyStore, keys_dir
+from muretai_cli.inbox.store import DoorStore, db_path
 from muretai_cli.seam import SigningKey, verify_card_envelope
 from muretai_cli.urls import parse_base_url
 from tests.cli_helpers import new_identity, run

@@ -112,8 +112,8 @@ def test_pipelined_requests_each_get_their_answer(http: str) -> None:
 
 
 def test_unusable_database_is_named(tmp_path: object) -> None:
-    from muretai_cli.door.store import DoorStore, db_path
     from muretai_cli.errors import InputError
+    from muretai_cli.inbox.store import DoorStore, db_path
 
     did = SigningKey.generate().did
     path = db_path(did)

@@ -15,8 +15,8 @@ from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, no
 from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:
-    from muretai_cli.door.store import DoorStore
     from muretai_cli.home import Identity
+    from muretai_cli.inbox.store import DoorStore
 
 contact_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke contact grants.")
 
@@ -30,7 +30,7 @@ def load_identity(name: str, keys: Path | None) -> Identity:
 
 
 def open_store(did: str, *, durable: bool = False) -> DoorStore:
-    from muretai_cli.door.store import DoorStore, db_path
+    from muretai_cli.inbox.store import DoorStore, db_path
 
     return DoorStore(db_path(did), durable=durable)
 

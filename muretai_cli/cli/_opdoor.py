@@ -16,7 +16,7 @@ from muretai_cli.cli._visitout import quoted
 from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:
-    from muretai_cli.door.store import DoorStore
+    from muretai_cli.inbox.store import DoorStore
 
 requests_app = typer.Typer(help="Held first contacts: list, approve, reject.",
                            invoke_without_command=True)

@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - httptools is optional for uvicorn
     HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
 
 from muretai_cli.door.core import JSON_HEADERS, Door
-from muretai_cli.door.ladder import MAX_BODY
+from muretai_cli.inbox.ladder import MAX_BODY
 from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH, LEGACY_CARD_PATH
 
 if TYPE_CHECKING:

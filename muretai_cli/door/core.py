@@ -11,21 +11,20 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from muretai_cli import __version__
-from muretai_cli.door import ladder
-from muretai_cli.door.ladder import RpcError
 from muretai_cli.door.rate import RateLimits
-from muretai_cli.door.store import DoorStore
 from muretai_cli.errors import MuretaiError
+from muretai_cli.inbox import consent, ladder
+from muretai_cli.inbox.consent import POLICIES, Policy
+from muretai_cli.inbox.ladder import RpcError
+from muretai_cli.inbox.store import DoorStore
 
 if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
     from muretai_cli.urls import BaseUrl
 
-Policy = Literal["open", "quarantine", "closed"]
-POLICIES: tuple[Policy, ...] = ("open", "quarantine", "closed")
 RESIGN_EVERY = 3600
 PROTOCOL_VERSION = "0.2"
 SCHEME = "did-key-ed25519"
@@ -194,34 +193,12 @@ class Door:
         ladder.signature(fields, env["sig"])
         self._rate(fields["from"], self.clock())
         fields["sig"] = env["sig"]
-        outcome = self._policy(fields, status, now)
+        outcome = consent.admit(self.store, self.config.policy, fields, status, now,
+                                gate=self._gate)
         if now - self._last_prune > 60:
             self._last_prune = now
             self.store.prune(now)
         return self._reply(fields, outcome, now)
-
-    def _policy(self, env: dict[str, Any], status: str | None, now: int) -> str:
-        """Decide and commit: returns what was done, or raises the policy's refusal."""
-        sender = env["from"]
-        if status == "blocked":
-            raise RpcError(-32010, "blocked")
-        policy = self.config.policy
-        if policy != "open" and status != "allowed":
-            if status == "rejected":
-                raise RpcError(-32010, "rejected")
-            view = self.store.sender_view(sender, now, status)
-            if view.any_connection and not view.valid_connection:
-                raise RpcError(-32011, "grant-no-longer-valid")
-            if policy == "closed" and not view.valid_connection:
-                raise RpcError(-32010, "introduction-required")
-            if policy == "quarantine" and status != "approved":
-                request_id = view.held_request or self.store.hold(env, now)
-                if request_id is None:
-                    raise RpcError(-32002, "replay")
-                raise RpcError(-32014, "awaiting-approval", data=self._gate(request_id))
-        if not self.store.accept(env, now):
-            raise RpcError(-32002, "replay")
-        return "accepted"
 
     def _gate(self, request_id: str) -> dict[str, Any]:
         """The WebMCP gate shape: what a person must do, and what the agent should do."""

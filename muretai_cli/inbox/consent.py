@@ -1,0 +1,46 @@
+"""Consent: what the owner's rules make of a verified signed message, whatever carried it.
+
+The door and a relay drain call ``admit`` after the ladder passed, with the sender's status
+read in the same lookup as the replay check. It commits (inbox or held request) and returns
+what was done, or raises the policy's refusal as an ``RpcError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from muretai_cli.inbox.ladder import RpcError
+
+if TYPE_CHECKING:
+    from muretai_cli.inbox.store import DoorStore
+
+Policy = Literal["open", "quarantine", "closed"]
+POLICIES: tuple[Policy, ...] = ("open", "quarantine", "closed")
+
+
+def admit(store: DoorStore, policy: Policy, env: dict[str, Any], status: str | None, now: int,
+          *, gate: Callable[[str], dict[str, Any]]) -> str:
+    """Decide and commit: returns what was done, or raises the policy's refusal.
+
+    ``gate(request_id)`` builds the data of the awaiting-approval answer for a held message.
+    """
+    sender = env["from"]
+    if status == "blocked":
+        raise RpcError(-32010, "blocked")
+    if policy != "open" and status != "allowed":
+        if status == "rejected":
+            raise RpcError(-32010, "rejected")
+        view = store.sender_view(sender, now, status)
+        if view.any_connection and not view.valid_connection:
+            raise RpcError(-32011, "grant-no-longer-valid")
+        if policy == "closed" and not view.valid_connection:
+            raise RpcError(-32010, "introduction-required")
+        if policy == "quarantine" and status != "approved":
+            request_id = view.held_request or store.hold(env, now)
+            if request_id is None:
+                raise RpcError(-32002, "replay")
+            raise RpcError(-32014, "awaiting-approval", data=gate(request_id))
+    if not store.accept(env, now):
+        raise RpcError(-32002, "replay")
+    return "accepted"
