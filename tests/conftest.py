@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -34,3 +37,41 @@ def load_vectors(name: str) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def wire_vectors() -> dict[str, Any]:
     return load_vectors("wire_vectors.json")
+
+
+# -- PostgreSQL (started by ./dev test and .ci/run through .ci/pg) ---------------------------
+PG_ENV = "MURETAI_TEST_PG"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """The URL of the throwaway PostgreSQL server; skips (or fails, in CI) without one."""
+    url = os.environ.get(PG_ENV)
+    if not url:
+        if os.environ.get("MURETAI_REQUIRE_PG") == "1":
+            pytest.fail(f"{PG_ENV} is not set but MURETAI_REQUIRE_PG=1 (run through ./dev test)")
+        pytest.skip(f"no PostgreSQL for tests ({PG_ENV} unset; ./dev test starts one)")
+    return url
+
+
+@pytest.fixture(scope="module")
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A fresh database per test module (stores inside it keep to their own schemas)."""
+    import psycopg
+
+    name = f"t_{secrets.token_hex(6)}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    parts = urlsplit(pg_server)
+    yield urlunsplit(parts._replace(path=f"/{name}"))
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store lives, once per backend: a SQLite file path or a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.sqlite3")
+    url: str = request.getfixturevalue("pg_url")
+    return url

@@ -17,7 +17,8 @@ from pathlib import Path
 from muretai_cli.artifacts.message import build_message_send, signed_message
 from muretai_cli.seam import SigningKey, sign_card_envelope
 
-FORBIDDEN = ("httpx", "uvicorn", "starlette", "sqlite3", "_sqlite3", "h11", "anyio")
+FORBIDDEN = ("httpx", "uvicorn", "starlette", "sqlite3", "_sqlite3", "h11", "anyio",
+             "psycopg", "psycopg_pool")
 ROOT = Path(__file__).resolve().parents[1]
 SENDER = SigningKey(bytes([1]) * 32)
 ME = SigningKey(bytes([2]) * 32)

@@ -1,0 +1,128 @@
+"""The PostgreSQL backend: a psycopg 3 connection pool, one schema per store.
+
+Every connection's ``search_path`` is the store's own schema, so a store's SQL names its
+tables plainly and one database holds many doors (``door_<key>``) and the relay beside them.
+Statements run in READ COMMITTED; an exclusive transaction first takes a transaction-scoped
+advisory lock named after the schema, so write transactions of one store run one at a time
+across every process and machine, as ``BEGIN IMMEDIATE`` makes them on one SQLite file.
+A lost server, a refused connection or an empty pool is ``DatabaseUnavailable``: the
+transaction did not commit (or, if the connection broke during COMMIT, may have; a caller
+never reports success for it). The pool replaces broken connections in the background.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg import sql as pgsql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from muretai_cli.db._core import (
+    Conflict,
+    Database,
+    DatabaseUnavailable,
+    Params,
+    Result,
+    Tx,
+    statements,
+    to_format_style,
+)
+
+CONNECT_TIMEOUT = 3  # seconds for one connection attempt
+CHECKOUT_TIMEOUT = 2.0  # seconds a request waits for a connection before answering 503
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced by ``***``."""
+    return _PASSWORD.sub(r"\1***@", url)
+
+
+def lock_key(namespace: str) -> int:
+    """A signed 64-bit advisory-lock key for a schema name (stable across processes)."""
+    return int.from_bytes(hashlib.sha256(namespace.encode()).digest()[:8], "big", signed=True)
+
+
+def _unavailable(exc: Exception) -> DatabaseUnavailable:
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return DatabaseUnavailable("database-unavailable", f"PostgreSQL: {detail}",
+                               hint="check that the database server is up and reachable")
+
+
+class _PgTx(Tx):
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Params = ()) -> Result:
+        try:
+            cur = self._conn.execute(to_format_style(sql), params)
+            rows = cur.fetchall() if cur.description is not None else []
+            return Result(rows, cur.rowcount)
+        except psycopg.errors.IntegrityError as exc:
+            raise Conflict("conflict", str(exc).strip()) from None
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            raise _unavailable(exc) from None
+
+
+class PostgresDatabase(Database):
+    dialect = "postgresql"
+
+    def __init__(self, url: str, namespace: str, *, max_size: int = 4,
+                 checkout_timeout: float = CHECKOUT_TIMEOUT) -> None:
+        self.url = url
+        self.namespace = namespace
+        self._lock = lock_key(namespace)
+        set_path = pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(namespace))
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(set_path)
+
+        self._pool = ConnectionPool(
+            url, min_size=1, max_size=max_size, open=True, configure=configure,
+            timeout=checkout_timeout, reconnect_timeout=3600.0,
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
+            name=f"muretai-{namespace}")
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
+            raise _unavailable(exc) from None
+
+    @contextmanager
+    def transaction(self, *, exclusive: bool = True) -> Iterator[Tx]:
+        with self._connection() as conn, conn.transaction():
+            tx = _PgTx(conn)
+            if exclusive:
+                tx.execute("SELECT pg_advisory_xact_lock(?)", (self._lock,))
+            yield tx
+
+    def execute(self, sql: str, params: Params = ()) -> Result:
+        with self._connection() as conn:
+            return _PgTx(conn).execute(sql, params)
+
+    def run_script(self, ddl: str) -> None:
+        with self.transaction() as tx:
+            for stmt in statements(ddl):
+                tx.execute(stmt)
+
+    def ensure_namespace(self) -> None:
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock,))
+            conn.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                pgsql.Identifier(self.namespace)))
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def describe(self) -> str:
+        return f"{redact(self.url)} (schema {self.namespace})"
