@@ -12,16 +12,23 @@ from typing import Any, Literal
 
 from muretai_cli.errors import MuretaiError
 from muretai_cli.seam import (
+    SigningKey,
     canonical_bytes,
     canonical_from_json,
     card_envelope_payload,
     check_signable,
     did_from_public,
+    listen_token_payload,
+    open_box,
     public_from_did,
+    relay_send_payload,
     signing_payload,
     verify_card_envelope,
     verify_envelope,
+    verify_listen_token,
+    verify_relay_send,
 )
+from muretai_cli.urls import parse_base_url
 
 Status = Literal["passed", "failed", "skipped"]
 _NOT_GROUPS = {"note", "protocolVersion", "canonicalSpec", "timestampNote", "numberHazardNote",
@@ -116,12 +123,57 @@ def _reject_encoding(group: dict[str, Any]) -> list[tuple[str, bool]]:
     return out
 
 
+def _cryptobox(doc: dict[str, Any]) -> list[tuple[str, bool]]:
+    group = doc["cryptobox"]
+    me = SigningKey(bytes.fromhex(group["recipientSeed"]))
+    sender = SigningKey(bytes.fromhex(group["senderSeed"]))
+    keys_ok = (me.enc_pub == group["recipientEncPub"]
+               and sender.enc_pub == group["senderEncPub"])
+    out = [("encPub", keys_ok)]
+    # adHex is read with [] on purpose: a case without it fails the group, never defaults.
+    for c in group["open"]:
+        plain = open_box(me, group["senderEncPub"], c["blob"], ad=bytes.fromhex(c["adHex"]))
+        out.append((f"open/{c['name']}", plain == bytes.fromhex(c["plaintextHex"])))
+    if not group["mustNotOpen"]:
+        raise ValueError("mustNotOpen is empty; the open half alone proves nothing")
+    for c in group["mustNotOpen"]:
+        plain = open_box(me, group["senderEncPub"], c["blob"], ad=bytes.fromhex(c["adHex"]))
+        out.append((f"mustNotOpen/{c['name']}", plain is None))
+    return out
+
+
+def _relay(doc: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The bytes, the signature over them, and a refusal of the same signature elsewhere."""
+    group = doc["relay"]
+    out = []
+    for c in group["send"]:
+        good = relay_send_payload(c["to"], c["from"], c["id"], c["blob"]) == \
+            c["sendSigMsg"].encode()
+        good = good and not _refused(verify_relay_send, to=c["to"], sender=c["from"],
+                                     deposit_id=c["id"], blob=c["blob"], sig=c["sig"])
+        good = good and _refused(verify_relay_send, to=c["to"], sender=c["from"],
+                                 deposit_id=c["id"] + "x", blob=c["blob"], sig=c["sig"])
+        out.append((f"send/{c['name']}", good))
+    for c in group["listen"]:
+        origin = parse_base_url(c["relayUrl"], require_https=False).origin
+        good = origin == c["origin"] and listen_token_payload(
+            c["did"], c["minute"], origin) == c["listenTokenMsg"].encode()
+        good = good and not _refused(verify_listen_token, did=c["did"], minute=c["minute"],
+                                     token=c["token"], origin=origin)
+        good = good and _refused(verify_listen_token, did=c["did"], minute=c["minute"] + 1,
+                                 token=c["token"], origin=origin)
+        out.append((f"listen/{c['name']}", good))
+    return out
+
+
 _RUNNERS: dict[str, Callable[[dict[str, Any]], list[tuple[str, bool]]]] = {
     "canonical": _canonical,
     "numberHazards": _number_hazards,
     "did": _did,
     "envelope": _envelope,
     "cardpub": _cardpub,
+    "cryptobox": _cryptobox,
+    "relay": _relay,
     "reject.message": lambda doc: _reject_message(doc["reject"]["message"]),
     "reject.encoding": lambda doc: _reject_encoding(doc["reject"]["encoding"]),
 }

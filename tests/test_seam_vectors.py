@@ -8,15 +8,24 @@ import pytest
 
 from muretai_cli.errors import MuretaiError
 from muretai_cli.seam import (
+    SigningKey,
     canonical_bytes,
     canonical_from_json,
     card_envelope_payload,
     did_from_public,
+    listen_token_payload,
+    open_box,
     public_from_did,
+    relay_send_payload,
+    sign_listen_token,
+    sign_relay_send,
     signing_payload,
     verify_card_envelope,
     verify_envelope,
+    verify_listen_token,
+    verify_relay_send,
 )
+from muretai_cli.urls import parse_base_url
 
 
 def test_canonical(wire_vectors: dict[str, Any]) -> None:
@@ -115,3 +124,49 @@ def test_encoding_refusals_name_their_category(wire_vectors: dict[str, Any]) -> 
         with pytest.raises(MuretaiError) as info:
             canonical_from_json(bytes.fromhex(case["documentHex"]))
         assert info.value.code == case["category"], case["name"]
+
+
+def test_cryptobox_open(wire_vectors: dict[str, Any]) -> None:
+    group = wire_vectors["cryptobox"]
+    me = SigningKey(bytes.fromhex(group["recipientSeed"]))
+    assert me.enc_pub == group["recipientEncPub"]
+    assert SigningKey(bytes.fromhex(group["senderSeed"])).enc_pub == group["senderEncPub"]
+    for case in group["open"]:
+        plain = open_box(me, group["senderEncPub"], case["blob"], ad=bytes.fromhex(case["adHex"]))
+        assert plain == bytes.fromhex(case["plaintextHex"]), case["name"]
+
+
+def test_cryptobox_must_not_open(wire_vectors: dict[str, Any]) -> None:
+    group = wire_vectors["cryptobox"]
+    me = SigningKey(bytes.fromhex(group["recipientSeed"]))
+    assert group["mustNotOpen"]
+    for case in group["mustNotOpen"]:
+        assert open_box(me, group["senderEncPub"], case["blob"],
+                        ad=bytes.fromhex(case["adHex"])) is None, case["name"]
+
+
+def test_relay_send(wire_vectors: dict[str, Any]) -> None:
+    signer = SigningKey(bytes.fromhex(wire_vectors["relay"]["seedA"]))
+    for case in wire_vectors["relay"]["send"]:
+        payload = relay_send_payload(case["to"], case["from"], case["id"], case["blob"])
+        assert payload == case["sendSigMsg"].encode(), case["name"]
+        assert signer.did == case["from"]
+        assert sign_relay_send(signer, to=case["to"], deposit_id=case["id"],
+                               blob=case["blob"]) == case["sig"]
+        verify_relay_send(to=case["to"], sender=case["from"], deposit_id=case["id"],
+                          blob=case["blob"], sig=case["sig"])
+
+
+def test_relay_listen(wire_vectors: dict[str, Any]) -> None:
+    signer = SigningKey(bytes.fromhex(wire_vectors["relay"]["seedA"]))
+    for case in wire_vectors["relay"]["listen"]:
+        origin = parse_base_url(case["relayUrl"], require_https=False).origin
+        assert origin == case["origin"], case["name"]
+        assert listen_token_payload(case["did"], case["minute"], origin) == \
+            case["listenTokenMsg"].encode()
+        assert sign_listen_token(signer, minute=case["minute"], origin=origin) == case["token"]
+        verify_listen_token(did=case["did"], minute=case["minute"], token=case["token"],
+                            origin=origin)
+        with pytest.raises(MuretaiError):
+            verify_listen_token(did=case["did"], minute=case["minute"] + 1,
+                                token=case["token"], origin=origin)

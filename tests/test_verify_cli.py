@@ -202,7 +202,7 @@ def test_conformance_on_the_vectors() -> None:
     assert code == 0
     status = {g["group"]: g["status"] for g in doc["groups"]}
     for group in ("canonical", "did", "envelope", "cardpub", "reject.message",
-                  "reject.encoding", "numberHazards"):
+                  "reject.encoding", "numberHazards", "cryptobox", "relay"):
         assert status[group] == "passed", group
     assert status["reject.keystate"] == "skipped"
     assert status["webBotAuth"] == "skipped"
@@ -246,6 +246,28 @@ def test_a_text_part_carrying_anything_unsigned_is_refused(pair: tuple[str, str]
     assert doc["results"][0]["reasons"][0]["code"] == "non-text-part"
 
 
+def _box_group(ad_hex: str | None = "", must_not_open_ad: str = "01",
+               must_not_open: bool = True) -> dict[str, object]:
+    """A cryptobox group sealed here; each argument breaks it one way."""
+    from muretai_cli.seam import seal_box
+
+    me, sender = SigningKey(bytes([9]) * 32), SigningKey(bytes([3]) * 32)
+    blob = seal_box(sender, me.enc_pub, b"hi", ad=b"")
+    case: dict[str, object] = {"name": "c", "blob": blob, "plaintextHex": "6869"}
+    if ad_hex is not None:
+        case["adHex"] = ad_hex
+    refuse = [{"name": "m", "blob": blob, "adHex": must_not_open_ad}] if must_not_open else []
+    return {"recipientSeed": "09" * 32, "senderSeed": "03" * 32, "recipientEncPub": me.enc_pub,
+            "senderEncPub": sender.enc_pub, "open": [case], "mustNotOpen": refuse}
+
+
+def test_conformance_passes_an_honest_cryptobox_group(tmp_path: Path) -> None:
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps({"cryptobox": _box_group()}))
+    code, out = run_json("conformance", str(path))
+    assert code == 0 and out["groups"][0]["status"] == "passed"
+
+
 @pytest.mark.parametrize(("doc", "group"), [
     ({"reject": {"message": "x"}}, "reject.message"),
     ({"canonical": [{"name": "a", "payload": 1, "canonical": 1}]}, "canonical"),
@@ -253,6 +275,10 @@ def test_a_text_part_carrying_anything_unsigned_is_refused(pair: tuple[str, str]
     ({"canonical": []}, "canonical"),
     ({"reject": {"encoding": {"reject": ["zz"]}}}, "reject.encoding"),
     ({"reject": "nope"}, "reject"),
+    ({"cryptobox": _box_group(ad_hex=None)}, "cryptobox"),
+    ({"cryptobox": _box_group(must_not_open_ad="")}, "cryptobox"),
+    ({"cryptobox": _box_group(must_not_open=False)}, "cryptobox"),
+    ({"relay": {"send": [], "listen": "x"}}, "relay"),
 ])
 def test_conformance_on_a_malformed_file_fails_the_group_by_name(
         tmp_path: Path, doc: dict[str, object], group: str) -> None:

@@ -1,7 +1,8 @@
 """The seam: the bytes muretai must reproduce, and refuse, byte for byte.
 
 Canonical JSON and its parse boundary, did:key, strict base64, strict Ed25519, the
-six-field message envelope and the signed card envelope. Nothing here does I/O.
+six-field message envelope and the signed card envelope, sealed boxes and the relay's
+signed bytes. Nothing here does I/O.
 
 Names load on first use, so a command that only decodes a DID never imports the crypto
 backend (start-up time is a feature of a command-line tool).
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         sign_card_envelope,
         verify_card_envelope,
     )
+    from muretai_cli.seam._cryptobox import enc_pub_from_seed, open_box, seal_box
     from muretai_cli.seam._didkey import (
         MAX_B58_LEN,
         did_from_public,
@@ -44,6 +46,14 @@ if TYPE_CHECKING:
         six_fields,
         verify_envelope,
     )
+    from muretai_cli.seam._relay import (
+        listen_token_payload,
+        relay_send_payload,
+        sign_listen_token,
+        sign_relay_send,
+        verify_listen_token,
+        verify_relay_send,
+    )
     from muretai_cli.seam._smallorder import SMALL_ORDER_ENCODINGS, is_small_order
 
 _WHERE = {
@@ -54,11 +64,15 @@ _WHERE = {
     "ENVELOPE_MAX_AGE": "_cardpub", "ENVELOPE_MAX_AHEAD": "_cardpub",
     "card_envelope_payload": "_cardpub", "sign_card_envelope": "_cardpub",
     "verify_card_envelope": "_cardpub",
+    "enc_pub_from_seed": "_cryptobox", "open_box": "_cryptobox", "seal_box": "_cryptobox",
     "MAX_B58_LEN": "_didkey", "did_from_public": "_didkey", "public_from_did": "_didkey",
     "verifying_key_from_did": "_didkey", "x25519_from_ed25519_public": "_didkey",
     "SigningKey": "_ed25519", "verify_signature": "_ed25519",
     "SIGNED_FIELDS": "_envelope", "check_fresh": "_envelope", "sign_envelope": "_envelope",
     "signing_payload": "_envelope", "six_fields": "_envelope", "verify_envelope": "_envelope",
+    "listen_token_payload": "_relay", "relay_send_payload": "_relay",
+    "sign_listen_token": "_relay", "sign_relay_send": "_relay",
+    "verify_listen_token": "_relay", "verify_relay_send": "_relay",
     "SMALL_ORDER_ENCODINGS": "_smallorder", "is_small_order": "_smallorder",
 }
 
@@ -78,15 +92,24 @@ __all__ = [
     "check_fresh",
     "check_signable",
     "did_from_public",
+    "enc_pub_from_seed",
     "is_small_order",
+    "listen_token_payload",
+    "open_box",
     "parse_document",
     "public_from_did",
+    "relay_send_payload",
+    "seal_box",
     "sign_card_envelope",
     "sign_envelope",
+    "sign_listen_token",
+    "sign_relay_send",
     "signing_payload",
     "six_fields",
     "verify_card_envelope",
     "verify_envelope",
+    "verify_listen_token",
+    "verify_relay_send",
     "verify_signature",
     "verifying_key_from_did",
     "x25519_from_ed25519_public",

@@ -14,7 +14,8 @@ def b64encode(raw: bytes) -> str:
     return binascii.b2a_base64(raw, newline=False).decode("ascii")
 
 
-def b64decode_strict(text: object, *, code: str = "sig-not-canonical-base64") -> bytes:
+def b64decode_strict(text: object, *, code: str = "sig-not-canonical-base64",
+                     max_len: int = MAX_B64_LEN) -> bytes:
     """Decode standard padded base64 that re-encodes to exactly ``text``, or refuse.
 
     The re-encode test closes the trailing-bit hole: ``…BQ==`` and ``…Bf==`` decode to the
@@ -22,7 +23,7 @@ def b64decode_strict(text: object, *, code: str = "sig-not-canonical-base64") ->
     """
     if not isinstance(text, str):
         raise Refused(code, f"expected a base64 string, got {type(text).__name__}")
-    if len(text) > MAX_B64_LEN or len(text) % 4:
+    if len(text) > max_len or len(text) % 4:
         raise Refused(code, f"length {len(text)} is not a multiple of 4 (or is too long)")
     try:
         raw = binascii.a2b_base64(text.encode("ascii"), strict_mode=True)

@@ -8,6 +8,7 @@ below is libsodium's: seven y-coordinates, each with the sign bit clear and set.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -20,11 +21,14 @@ from muretai_cli.errors import Refused
 from muretai_cli.seam._b64 import b64decode_strict, b64encode
 from muretai_cli.seam._smallorder import SMALL_ORDER_ENCODINGS
 
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
 
 class SigningKey:
     """An Ed25519 private key held as its 32-byte seed. Never printed, never logged."""
 
-    __slots__ = ("_did", "_private", "_public", "_seed")
+    __slots__ = ("_did", "_enc_private", "_private", "_public", "_seed")
 
     def __init__(self, seed: bytes) -> None:
         if not isinstance(seed, bytes) or len(seed) != 32:
@@ -33,6 +37,7 @@ class SigningKey:
         self._private = Ed25519PrivateKey.from_private_bytes(seed)
         self._public = self._private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         self._did: str | None = None
+        self._enc_private: X25519PrivateKey | None = None
 
     @classmethod
     def generate(cls) -> SigningKey:
@@ -53,6 +58,26 @@ class SigningKey:
 
             self._did = did_from_public(self._public)
         return self._did
+
+    def _x25519(self) -> X25519PrivateKey:
+        if self._enc_private is None:
+            from muretai_cli.seam._cryptobox import x25519_private_from_seed
+
+            self._enc_private = x25519_private_from_seed(self._seed)
+        return self._enc_private
+
+    @property
+    def enc_pub(self) -> str:
+        """This identity's X25519 public key for sealed boxes (seam §9), 64 lowercase hex."""
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+        return self._x25519().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+
+    def box_key(self, their_enc_pub: object) -> bytes:
+        """The 32-byte box key shared with ``their_enc_pub``; ``Refused('bad-enc-pub')``."""
+        from muretai_cli.seam._cryptobox import box_key
+
+        return box_key(self._x25519(), their_enc_pub)
 
     def sign(self, payload: bytes) -> str:
         """Sign exact bytes; returns the signature in strict base64."""
