@@ -29,6 +29,7 @@ class Live:
     door: Door
     key: SigningKey
     name: str
+    address: str = ""  # where it really listens (http://127.0.0.1:PORT)
 
     @property
     def did(self) -> str:
@@ -65,12 +66,14 @@ def code_of(doc: dict[str, Any]) -> int | None:
 @contextmanager
 def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
               rate_total: int = 0, slow: float = 10.0, name: str = "door",
-              http: str = "auto") -> Iterator[Live]:
+              http: str = "auto", url: str | None = None) -> Iterator[Live]:
+    """A door on an ephemeral port; ``url`` is the base URL it publishes (default: its own,
+    another when something sits in front of it, as a TLS terminator would)."""
     store_keys = KeyStore(keys_dir())
     ident = store_keys.load(name) if store_keys.path_of(name).exists() else store_keys.create(name)
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    base = parse_base_url(f"http://127.0.0.1:{port}{path}")
+    base = parse_base_url(url or f"http://127.0.0.1:{port}{path}")
     config = DoorConfig(name=name, url=base, policy=policy,  # type: ignore[arg-type]
                         rate_per_sender=rate_per_sender, rate_total=rate_total,
                         slow_seconds=slow)
@@ -78,7 +81,7 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
     door = Door(key, config, DoorStore(db_path(ident.did)))
     config = server_config(build_app(door), door, host="127.0.0.1", port=port, http=http)
     with run_uvicorn(config, sock):
-        yield Live(base.text, base.origin, door, key, name)
+        yield Live(base.text, base.origin, door, key, name, f"http://127.0.0.1:{port}")
 
 
 def raw_exchange(origin: str, data: bytes, *, wait: float = 5.0,

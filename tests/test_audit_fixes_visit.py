@@ -177,10 +177,11 @@ def test_held_requests_quote_every_line() -> None:
 def test_verified_reply_quotes_every_line() -> None:
     from muretai_cli.cli._visitout import dm_lines
 
-    reply = SimpleNamespace(verdict=SimpleNamespace(ok=True), state=None, text=FORGERY)
+    reply = SimpleNamespace(verdict=SimpleNamespace(ok=True), state=None, text=FORGERY,
+                            binding=None)
     report = SimpleNamespace(reply=reply, to="did:key:z6MkDoor")
     lines = dm_lines(report)  # type: ignore[arg-type]
-    assert lines[0].startswith("reply from did:key:z6MkDoor (verified)")
+    assert lines[0].startswith("reply from did:key:z6MkDoor (verified, bound to the conversation)")
     assert all(line.startswith("  | ") for line in lines[1:])
     assert f"  | {FORGED_HEADER}" in lines
 

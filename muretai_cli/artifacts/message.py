@@ -6,6 +6,7 @@ kind of part is refused: that content would travel outside the signature.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Mapping
 from typing import Any
@@ -14,6 +15,27 @@ from muretai_cli.errors import Refused
 from muretai_cli.seam import SigningKey, sign_envelope
 
 MESSAGE_SEND = "message/send"
+# What a muretai door's card says (card.muretai.replyBinding) when its replies are bound to
+# the request they answer by ``reply_message_id``; a visitor that reads it requires the match.
+REPLY_BINDING = "messageId-sha256-v1"
+_REPLY_DOMAIN = b"muretai-reply-v1"
+
+
+def reply_message_id(sender: str, request_message_id: str) -> str:
+    """The signed ``messageId`` of a door's reply to ``request_message_id`` from ``sender``.
+
+    ``"r-"`` + the first 32 hex characters of ``sha256("muretai-reply-v1" 0x00 sender 0x00
+    messageId)`` (UTF-8): a fixed function of the request, so the reply's signature covers
+    which message it answers, and a reply kept from one request cannot answer another.
+    """
+    digest = hashlib.sha256(b"\0".join((_REPLY_DOMAIN, sender.encode("utf-8"),
+                                        request_message_id.encode("utf-8")))).hexdigest()
+    return f"r-{digest[:32]}"
+
+
+def new_context_id() -> str:
+    """A fresh conversation id (128 random bits): a new conversation never has a null one."""
+    return f"c-{secrets.token_hex(16)}"
 
 
 def text_of_parts(parts: object) -> str:
@@ -120,7 +142,12 @@ def build_message_send(message: Mapping[str, Any], request_id: str | int | None 
 
 def signed_message(key: SigningKey, *, to: str, text: str, now: int,
                    context_id: str | None = None, role: str = "user",
-                   reply_to: str | None = None) -> dict[str, Any]:
-    """Sign the six fields and wrap them as an A2A Message."""
-    env = sign_envelope(key, to=to, text=text, timestamp=now, context_id=context_id)
-    return build_message(env, role=role, reply_to=reply_to)
+                   reply_to: str | None = None, message_id: str | None = None,
+                   metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Sign the six fields and wrap them as an A2A Message (``metadata``: unsigned extras)."""
+    env = sign_envelope(key, to=to, text=text, timestamp=now, context_id=context_id,
+                        message_id=message_id)
+    message = build_message(env, role=role, reply_to=reply_to)
+    if metadata:
+        message["metadata"] = {**metadata, **message["metadata"]}
+    return message

@@ -38,6 +38,9 @@ contact_app = typer.Typer(no_args_is_help=True, help="Contacts and signed DMs.")
 handoff_app = typer.Typer(no_args_is_help=True, help="Follow a handoff (with confirmation).")
 
 MAX_MESSAGE_BYTES = 64 * 1024
+ContextOpt = Annotated[str | None, typer.Option(
+    "--context", help="Continue this conversation (its contextId); default: a new one.",
+    show_default=False)]
 
 
 def _text_of(raw: bytes, source: str) -> str:
@@ -127,6 +130,7 @@ def dm(
     card_url: Annotated[str | None, typer.Option(
         "--card-url", help="Where the door is, when --connect is a grant.",
         show_default=False)] = None,
+    context: ContextOpt = None,
     timeout: TimeoutOpt = "30",
     max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
     json_out: JsonOpt = False,
@@ -148,7 +152,8 @@ def dm(
         with make_client(timeout, max_bytes) as client, progress(f"sending to {did}"):
             report = contact_and_dm(key, did, text, client=client, now=int(time.time()),
                                     connections=ConnectionStore(key.did), connect=grant_or_url,
-                                    card_url=card_url, pins=PinStore(), trust=TrustList())
+                                    card_url=card_url, pins=PinStore(), trust=TrustList(),
+                                    context_id=context)
         _render_dm(report, json_out)
 
     _with_refusal_details(json_out, run)

@@ -180,11 +180,18 @@ def handoff_lines(label: str, report: HandoffReport) -> list[str]:
     return lines
 
 
+def bound_words(binding: str | None) -> str:
+    """What a verified reply's signature proves, said plainly (never just "verified")."""
+    if binding == "message":
+        return "verified, bound to this message"
+    return "verified, bound to the conversation"
+
+
 def dm_lines(report: DmReport) -> list[str]:
     """The reply on stdout (safe), only as the door's when verified."""
     reply = report.reply
     if reply.verdict.ok:
-        head = f"reply from {report.to} (verified)"
+        head = f"reply from {report.to} ({bound_words(reply.binding)})"
         if reply.state:
             head += f", task {safe(reply.state, limit=40)}"
         return [head, *quoted(reply.text or "", limit=20000)]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli import __version__
+from muretai_cli.artifacts.message import REPLY_BINDING
 from muretai_cli.door.rate import RateLimits
 from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import consent, ladder
@@ -101,7 +102,7 @@ class Door:
             }],
             "agentEntry": {"open_door": open_door},
             "muretai": {"open_door": open_door, "dmPolicy": self.config.policy,
-                        "methods": list(ladder.METHODS)},
+                        "methods": list(ladder.METHODS), "replyBinding": REPLY_BINDING},
         }
         card["securitySchemes"] = {SCHEME: {
             "type": SCHEME,
@@ -214,12 +215,14 @@ class Door:
         }
 
     def _reply(self, env: dict[str, Any], outcome: str, now: int) -> dict[str, Any]:
-        from muretai_cli.artifacts.message import signed_message
+        from muretai_cli.artifacts.message import reply_message_id, signed_message
 
+        # The reply's signed messageId and contextId bind it to the request it answers.
         message = signed_message(self.key, to=env["from"],
                                  text=f"{outcome}: delivered to {self.config.name}'s inbox",
                                  now=now, context_id=env["contextId"],
-                                 role="agent", reply_to=env["messageId"])
+                                 role="agent", reply_to=env["messageId"],
+                                 message_id=reply_message_id(env["from"], env["messageId"]))
         message["contextId"] = env["contextId"]
         return message
 

@@ -2,7 +2,8 @@
 
     $MURETAI_HOME/connections/<identity's key, z...>.json
         {"v": 1, "connections": {<door DID>: {"endpoint", "base", "since", "last",
-                                               "grantId"?, "expires"?}}}
+                                               "grantId"?, "expires"?,
+                                               "replyBinding"?}}}
 
 A connection is remembered only after a verified reply, so a later DM goes to the endpoint
 that answered as that DID.
@@ -27,6 +28,7 @@ class Connection:
     last: int
     grant_id: str | None = None
     expires: int | None = None
+    reply_binding: str | None = None  # the card's promise of bound replies, when it made one
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"did": self.did, "endpoint": self.endpoint, "base": self.base,
@@ -35,16 +37,20 @@ class Connection:
             out["grantId"] = self.grant_id
         if self.expires is not None:
             out["expires"] = self.expires
+        if self.reply_binding is not None:
+            out["replyBinding"] = self.reply_binding
         return out
 
 
 def _of(did: str, raw: dict[str, Any]) -> Connection:
     grant_id = raw.get("grantId")
     expires = raw.get("expires")
+    binding = raw.get("replyBinding")
     return Connection(did, str(raw["endpoint"]), str(raw.get("base", raw["endpoint"])),
                       int(raw.get("since", 0)), int(raw.get("last", 0)),
                       grant_id if isinstance(grant_id, str) else None,
-                      expires if isinstance(expires, int) else None)
+                      expires if isinstance(expires, int) else None,
+                      binding if isinstance(binding, str) else None)
 
 
 class ConnectionStore:
@@ -67,7 +73,8 @@ class ConnectionStore:
         return [_of(k, v) for k, v in sorted(self._table.read().items())]
 
     def remember(self, did: str, *, endpoint: str, base: str, now: int,
-                 grant_id: str | None = None, expires: int | None = None) -> Connection:
+                 grant_id: str | None = None, expires: int | None = None,
+                 reply_binding: str | None = None) -> Connection:
         conns = self._table.read()
         old = conns.get(did)
         entry: dict[str, Any] = {"endpoint": endpoint, "base": base,
@@ -79,6 +86,10 @@ class ConnectionStore:
             entry["grantId"] = grant_id
         if isinstance(expires, int):
             entry["expires"] = expires
+        # A promise once seen stays required: a later card cannot quietly drop it.
+        reply_binding = reply_binding or (old or {}).get("replyBinding")
+        if isinstance(reply_binding, str):
+            entry["replyBinding"] = reply_binding
         conns[did] = entry
         self._table.save(conns)
         return _of(did, entry)

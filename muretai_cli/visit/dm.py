@@ -4,6 +4,12 @@ Exactly one ``message/send`` POST per call, never retried: an HTTP 429/503 or a 
 error is the door's answer (``PeerRefused``, with ``retryAfter`` seconds when given). A
 reply counts as the door's only after every check passes, each failure named; a
 connection is remembered only then.
+
+A reply is bound to the message it answers in signed bytes, never by its unsigned
+``replyTo``: its signed ``contextId`` must be the conversation's (a new conversation gets a
+fresh random one), and when the door's card promises it (``muretai.replyBinding``) its
+signed ``messageId`` must be ``reply_message_id(me, sent messageId)``. A reply bound by
+neither is refused (``reply-not-bound``); one bound only by the conversation says so.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ if TYPE_CHECKING:
 REPLY_WINDOW = 300
 METHOD_NOT_FOUND = -32601
 Redeemed = Literal["redeemed", "open-door", "not-needed"]
+# "message": the signed messageId is derived from the one sent; "conversation": only the
+# signed contextId matches, so the reply may answer any message of that conversation.
+Binding = Literal["message", "conversation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +48,7 @@ class Target:
     grant: Mapping[str, Any] | None = None
     source: str = "card"
     card: CardCheck | None = None
+    reply_binding: str | None = None  # the door's promise of message-bound replies
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +58,12 @@ class ReplyCheck:
     text: str | None = None
     state: str | None = None
     message_id: str | None = None
+    binding: Binding | None = None  # what the signature proves the reply answers
 
     def to_json(self) -> dict[str, Any]:
         return {"verified": self.verdict.ok, "kind": self.kind, "text": self.text,
                 "state": self.state, "messageId": self.message_id,
+                "boundTo": self.binding if self.verdict.ok else None,
                 "reasons": [r.to_json() for r in self.verdict.reasons]}
 
 
@@ -103,7 +115,17 @@ def target_from_card(card: CardCheck, to_did: str, *, grant: Mapping[str, Any] |
             raise Refused(reason.code, f"the card's contact grant is refused: {reason.detail}")
         assert card.card is not None
         grant = card.card["contact"]
-    return Target(to_did, endpoint, card.base, grant, source, card)
+    return Target(to_did, endpoint, card.base, grant, source, card, promised_binding(card))
+
+
+def promised_binding(card: CardCheck) -> str | None:
+    """The card's promise of message-bound replies (``muretai.replyBinding``), if ours."""
+    from muretai_cli.artifacts.message import REPLY_BINDING
+
+    section = card.card.get("muretai") if card.card else None
+    if isinstance(section, Mapping) and section.get("replyBinding") == REPLY_BINDING:
+        return REPLY_BINDING
+    return None
 
 
 def resolve_target(to_did: str, *, connect: str | Mapping[str, Any] | None,
@@ -130,7 +152,8 @@ def resolve_target(to_did: str, *, connect: str | Mapping[str, Any] | None,
             raise InputError("no-address", f"a grant carries no address, and {to_did} is not a "
                                            "remembered connection",
                              hint="add --card-url URL (the door's card or base URL)")
-        return Target(to_did, known.endpoint, base_from_any(known.base), grant, "connection")
+        return Target(to_did, known.endpoint, base_from_any(known.base), grant, "connection",
+                      reply_binding=known.reply_binding)
     if connect is not None or card_url is not None:
         url = connect if isinstance(connect, str) else card_url
         assert url is not None
@@ -139,7 +162,8 @@ def resolve_target(to_did: str, *, connect: str | Mapping[str, Any] | None,
     if known is None:
         raise InputError("not-connected", f"not yet connected to {to_did}",
                          hint="give --connect CARD_URL or --connect GRANT_FILE --card-url URL")
-    return Target(to_did, known.endpoint, base_from_any(known.base), None, "connection")
+    return Target(to_did, known.endpoint, base_from_any(known.base), None, "connection",
+                  reply_binding=known.reply_binding)
 
 
 def _rpc_answer(result: HttpResult, what: str, *, missing_ok: bool = False) -> dict[str, Any]:
@@ -207,8 +231,36 @@ def redeem(client: SafeClient, key: SigningKey, target: Target, now: int
     return "redeemed", facts
 
 
-def check_signed_reply(message: object, *, door_did: str, me: str, sent_id: str, now: int
-                       ) -> tuple[list[Reason], str | None]:
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """What was sent, as a reply must prove it answers it: its messageId and contextId, and
+    the messageId a door that promised bound replies must sign (None: no promise)."""
+
+    message_id: str
+    context_id: str | None
+    bound_reply_id: str | None = None
+
+
+def binding_of(fields: Mapping[str, Any], sent: Sent) -> tuple[Binding | None, Reason | None]:
+    """What the reply's SIGNED fields prove it answers; an error reason when not enough."""
+    if sent.bound_reply_id is not None:
+        if fields["messageId"] != sent.bound_reply_id:
+            return None, error("reply-not-bound", f"the reply's signed messageId "
+                                                  f"{str(fields['messageId'])[:80]!r} is not "
+                                                  f"the one this door promised for "
+                                                  f"{sent.message_id} ({sent.bound_reply_id})")
+        if fields["contextId"] == sent.context_id:
+            return "message", None
+    if sent.context_id is not None and fields["contextId"] == sent.context_id:
+        return ("message" if sent.bound_reply_id else "conversation"), None
+    return None, error("reply-not-bound", f"the reply's signed contextId "
+                                          f"{str(fields['contextId'])[:80]!r} is not this "
+                                          f"conversation's ({sent.context_id}); nothing signed "
+                                          f"ties it to {sent.message_id}")
+
+
+def check_signed_reply(message: object, *, door_did: str, me: str, sent: Sent, now: int
+                       ) -> tuple[list[Reason], str | None, Binding | None]:
     """Every check a reply must pass to count as the door's; each failure named."""
     from muretai_cli.artifacts.message import envelope_of
     from muretai_cli.seam import check_fresh, signing_payload, six_fields, verify_signature
@@ -218,10 +270,11 @@ def check_signed_reply(message: object, *, door_did: str, me: str, sent_id: str,
         fields = six_fields(env)
     except MuretaiError as exc:
         return [error("reply-malformed", f"the reply is not a signed A2A message: {exc.code}: "
-                                         f"{exc.detail}")], None
+                                         f"{exc.detail}")], None, None
     text = fields["text"]
     if env.get("sig") is None:
-        return [error("reply-unsigned", "the reply carries no signature; it is unverified")], text
+        return [error("reply-unsigned", "the reply carries no signature; it is unverified")], \
+            text, None
     reasons: list[Reason] = []
     if fields["from"] != door_did:
         reasons.append(error("reply-from-other", f"the reply is from {fields['from']}, not the "
@@ -238,17 +291,20 @@ def check_signed_reply(message: object, *, door_did: str, me: str, sent_id: str,
     except MuretaiError as exc:
         reasons.append(error("reply-bad-signature", f"the reply's signature does not verify "
                                                     f"under {door_did} ({exc.code})"))
-    reply_to = env.get("replyTo")
+    binding, unbound = binding_of(fields, sent)
+    if unbound is not None:
+        reasons.append(unbound)
+    reply_to = env.get("replyTo")  # a hint only: the proof is the signed binding above
     if reply_to is None:
         reasons.append(warning("reply-no-replyto", "the reply does not say which message it "
                                                    "answers"))
-    elif reply_to != sent_id:
+    elif reply_to != sent.message_id:
         reasons.append(error("reply-to-other-message", f"the reply answers {str(reply_to)[:80]!r}"
-                                                       f", not {sent_id}"))
-    return reasons, text
+                                                       f", not {sent.message_id}"))
+    return reasons, text, binding
 
 
-def check_reply(doc: Mapping[str, Any], *, door_did: str, me: str, sent_id: str, now: int
+def check_reply(doc: Mapping[str, Any], *, door_did: str, me: str, sent: Sent, now: int
                 ) -> ReplyCheck:
     """The ``result`` of a ``message/send`` answer: a Message, or a Task with its status."""
     result = doc.get("result")
@@ -266,48 +322,59 @@ def check_reply(doc: Mapping[str, Any], *, door_did: str, me: str, sent_id: str,
         reasons: list[Reason] = []
         verified = 0
         text: str | None = None
+        binding: Binding | None = None
         for item in candidates:
             if not isinstance(item, dict) or item.get("role") != "agent":
                 continue
             meta = item.get("metadata")
             if not isinstance(meta, dict) or meta.get("sig") is None:
                 continue  # unsigned task messages are shown as the task's, never as verified
-            found, item_text = check_signed_reply(item, door_did=door_did, me=me,
-                                                  sent_id=sent_id, now=now)
+            found, item_text, item_binding = check_signed_reply(item, door_did=door_did, me=me,
+                                                                sent=sent, now=now)
             reasons.extend(found)
             if not any(r.severity == "error" for r in found):
                 verified += 1
                 text = item_text
+                binding = item_binding
         if not verified and not any(r.severity == "error" for r in reasons):
             reasons.append(error("reply-unsigned", f"the task ({state}) carries no signed "
                                                    "message; it is unverified"))
         return ReplyCheck(Verdict.of("reply", reasons), "task", text, state,
-                          result.get("id") if isinstance(result.get("id"), str) else None)
-    found, text = check_signed_reply(result, door_did=door_did, me=me, sent_id=sent_id, now=now)
+                          result.get("id") if isinstance(result.get("id"), str) else None,
+                          binding)
+    found, text, binding = check_signed_reply(result, door_did=door_did, me=me, sent=sent,
+                                              now=now)
     message_id = result.get("messageId")
     return ReplyCheck(Verdict.of("reply", found), "message", text, None,
-                      message_id if isinstance(message_id, str) else None)
+                      message_id if isinstance(message_id, str) else None, binding)
 
 
 def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, now: int,
             connections: ConnectionStore, context_id: str | None = None) -> DmReport:
     """Redeem the target's grant if any, then exactly one signed ``message/send`` POST."""
-    from muretai_cli.artifacts.message import build_message_send, signed_message
+    from muretai_cli.artifacts.message import (
+        build_message_send,
+        new_context_id,
+        reply_message_id,
+        signed_message,
+    )
     from muretai_cli.seam import canonical_bytes
 
     redeemed, grant_facts = redeem(client, key, target, now)
     message = signed_message(key, to=target.door_did, text=text, now=now,
-                             context_id=context_id)
+                             context_id=context_id or new_context_id())
     request = build_message_send(message)
     answer = client.post_json(target.endpoint, canonical_bytes(request))
     doc = _rpc_answer(answer, "message/send", missing_ok=True)
-    reply = check_reply(doc, door_did=target.door_did, me=key.did,
-                        sent_id=message["messageId"], now=now)
+    bound_id = reply_message_id(key.did, message["messageId"]) if target.reply_binding else None
+    sent = Sent(message["messageId"], message["contextId"], bound_id)
+    reply = check_reply(doc, door_did=target.door_did, me=key.did, sent=sent, now=now)
     remembered = False
     if reply.verdict.ok:
         connections.remember(target.door_did, endpoint=target.endpoint, base=target.base.text,
                              now=now, grant_id=grant_facts.get("grantId"),
-                             expires=grant_facts.get("expires"))
+                             expires=grant_facts.get("expires"),
+                             reply_binding=target.reply_binding)
         remembered = True
     return DmReport(target.door_did, target.endpoint, message["messageId"], redeemed, reply,
                     remembered, grant_facts, target.card)
@@ -316,13 +383,14 @@ def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, n
 def contact_and_dm(key: SigningKey, to_did: str, text: str, *, client: SafeClient, now: int,
                    connections: ConnectionStore, connect: str | Mapping[str, Any] | None = None,
                    card_url: str | None = None, pins: PinStore | None = None,
-                   trust: TrustList | None = None) -> DmReport:
+                   trust: TrustList | None = None, context_id: str | None = None) -> DmReport:
     """Connect if needed (card, grant, redeem) and send one signed DM to ``to_did``."""
     if not text:
         raise InputError("empty-message", "the message is empty")
     target = resolve_target(to_did, connect=connect, card_url=card_url, client=client, now=now,
                             connections=connections, pins=pins, trust=trust)
-    return deliver(key, target, text, client=client, now=now, connections=connections)
+    return deliver(key, target, text, client=client, now=now, connections=connections,
+                   context_id=context_id)
 
 
 def target_for_entry(item: EntryCheck, cards: CardSource) -> Target:
