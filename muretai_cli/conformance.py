@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from muretai_cli.conformance_web import RUNNERS as WEB_RUNNERS
+from muretai_cli.conformance_web import is_wba_file
 from muretai_cli.errors import MuretaiError
 from muretai_cli.seam import (
     SigningKey,
@@ -176,12 +178,15 @@ _RUNNERS: dict[str, Callable[[dict[str, Any]], list[tuple[str, bool]]]] = {
     "relay": _relay,
     "reject.message": lambda doc: _reject_message(doc["reject"]["message"]),
     "reject.encoding": lambda doc: _reject_encoding(doc["reject"]["encoding"]),
+    **WEB_RUNNERS,
 }
 
 
 def _groups(doc: dict[str, Any]) -> list[str]:
     """Every group the document holds. A name muretai runs is listed whatever its value, so
     a malformed group fails by name instead of vanishing; other non-containers are notes."""
+    if is_wba_file(doc):
+        return ["webBotAuth.accept", "webBotAuth.reject"]
     names: list[str] = []
     for key, value in doc.items():
         if key in _NOT_GROUPS or (key not in _RUNNERS and key != "reject"

@@ -205,7 +205,8 @@ def test_conformance_on_the_vectors() -> None:
                   "reject.encoding", "numberHazards", "cryptobox", "relay"):
         assert status[group] == "passed", group
     assert status["reject.keystate"] == "skipped"
-    assert status["webBotAuth"] == "skipped"
+    assert status["webBotAuth"] == "passed"
+    assert status["domainLinkage"] == "passed"
 
 
 def test_conformance_fails_a_wrong_vector(tmp_path: Path) -> None:

@@ -117,6 +117,12 @@ def _add_serve(app: typer.Typer) -> None:
     _door.register(app)
 
 
+def _add_domain(app: typer.Typer) -> None:
+    from muretai_cli.cli import _domain
+
+    app.add_typer(_domain.app, name="domain")
+
+
 def _add_demo(app: typer.Typer) -> None:
     from muretai_cli.cli import _demo
 
@@ -137,6 +143,7 @@ _REGISTER: dict[str, Callable[[typer.Typer], None]] = {
     "op": _add_op,
     "conventions": _add_conventions,
     "serve": _add_serve,
+    "domain": _add_domain,
     "demo": _add_demo,
 }
 
