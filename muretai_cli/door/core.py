@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from muretai_cli import __version__
 from muretai_cli.artifacts.message import REPLY_BINDING
-from muretai_cli.door.rate import RateLimits
 from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.consent import POLICIES, Policy
 from muretai_cli.inbox.ladder import RpcError
 from muretai_cli.inbox.store import DoorStore
+from muretai_cli.rate import RateLimits
 
 if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey

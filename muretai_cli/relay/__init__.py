@@ -1,0 +1,9 @@
+"""The blind relay server: store-and-forward of sealed deposits for many DIDs.
+
+    core     Relay, RelayConfig, RelayLimits: each route as bytes in, answer out
+    store    RelayStore: every SQL statement (SQLite or PostgreSQL through muretai_cli.db)
+    notify   Notifier: wakes held long-polls (in-process by default)
+    app      the starlette app and its exact-path routes
+
+Never imports ``door/``, ``inbox/`` or ``visit/``, and holds no key that opens a box.
+"""

@@ -1,0 +1,361 @@
+"""The blind relay, independent of HTTP: each route takes body bytes and returns an answer.
+
+The relay checks routing fields and signatures and stores ciphertext. It never opens a box
+(it holds no key that could) and never imports the receiving path (``inbox/``): what it
+sees is who deposits for whom, when, and how many bytes -- never text.
+
+Every answer is ``(status, JSON body, extra headers)``; a refusal is
+``{"error": CODE, "message": TEXT}``. The rungs of each route run in the order of
+``docs/relay.md``'s tables, cheapest and unauthenticated first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from muretai_cli.db import DatabaseUnavailable
+from muretai_cli.errors import MuretaiError
+from muretai_cli.rate import KeyedBuckets, admit
+from muretai_cli.relay.notify import LocalNotifier, Notifier
+from muretai_cli.seam import (
+    ENVELOPE_MAX_AHEAD,
+    b64decode_strict,
+    parse_document,
+    public_from_did,
+    verify_card_envelope,
+    verify_listen_token,
+    verify_relay_send,
+)
+
+if TYPE_CHECKING:
+    from muretai_cli.relay.store import RelayStore
+    from muretai_cli.urls import BaseUrl
+
+log = logging.getLogger("uvicorn.error")
+Headers = tuple[tuple[bytes, bytes], ...]
+Answer = tuple[int, bytes, Headers]
+JSON_HEADERS: Headers = ((b"content-type", b"application/json; charset=utf-8"),
+                         (b"cache-control", b"no-store"))
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def _dumps(doc: dict[str, Any]) -> bytes:
+    return _encode(doc).encode("utf-8")
+
+MAX_ID_CHARS = 128
+MIN_BOX_BYTES = 12 + 16  # a nonce and a tag: anything shorter is not a sealed box
+MAX_EPOCH = 2**63 - 1
+MAX_ACK_IDS = 1000
+_ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f|]")
+_ENC_PUB = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class RelayLimits:
+    """Every limit of ``muretai relay serve``, with its flag's default."""
+
+    max_body: int = 512 * 1024
+    max_blob: int = 256 * 1024  # characters of the base64 blob
+    per_sender: int = 60  # deposits per minute by one sender (0: no limit)
+    per_mailbox: int = 600  # deposits per minute into one mailbox (0: no limit)
+    max_waiting: int = 1000  # undelivered messages per DID
+    expire_seconds: int = 7 * 86400
+    batch: int = 100  # messages per listen answer
+    default_wait: float = 25.0
+    max_wait: float = 30.0
+    minute_skew: int = 1  # listen tokens: minutes either side of the relay's clock
+
+
+@dataclass
+class RelayConfig:
+    url: BaseUrl
+    limits: RelayLimits = field(default_factory=RelayLimits)
+    slow_seconds: float = 10.0  # one deadline for a request's head and body
+    max_connections: int = 1000
+    durable: bool = False
+
+
+class Refusal(Exception):
+    """A route's refusal: HTTP status, error code, a message for people."""
+
+    def __init__(self, status: int, code: str, message: str,
+                 headers: Headers = ()) -> None:
+        super().__init__(code)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+
+    def answer(self) -> Answer:
+        return self.status, _dumps({"error": self.code, "message": self.message}), \
+            self.headers + JSON_HEADERS
+
+
+def refusal_answer(status: int, code: str, message: str) -> Answer:
+    return Refusal(status, code, message).answer()
+
+
+def _ok(doc: dict[str, Any]) -> Answer:
+    return 200, _dumps(doc), JSON_HEADERS
+
+
+def _malformed(message: str) -> NoReturn:
+    raise Refusal(400, "malformed", message)
+
+
+def _object(raw: bytes) -> dict[str, Any]:
+    try:
+        doc = parse_document(raw)
+    except MuretaiError as exc:
+        _malformed(f"the body is not a JSON document ({exc.code})")
+    if not isinstance(doc, dict):
+        _malformed("the body is a JSON object")
+    return doc
+
+
+def _str(doc: dict[str, Any], name: str) -> str:
+    value = doc.get(name)
+    if not isinstance(value, str):
+        _malformed(f"{name} must be a string")
+    return value
+
+
+def _int(doc: dict[str, Any], name: str, *, low: int, high: int) -> int:
+    value = doc.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        _malformed(f"{name} must be an integer from {low} to {high}")
+    return value
+
+
+def _did(doc: dict[str, Any], name: str) -> str:
+    did = _str(doc, name)
+    try:
+        curve, _ = public_from_did(did)
+    except MuretaiError as exc:
+        _malformed(f"{name} is not a did:key ({exc.detail})")
+    if curve != "ed25519":
+        _malformed(f"{name} must be an Ed25519 did:key")
+    return did
+
+
+class Relay:
+    """One relay for many DIDs: a store, rate limits and the long-poll wake-ups."""
+
+    def __init__(self, config: RelayConfig, store: RelayStore, *,
+                 clock: Callable[[], float] = time.time,
+                 notifier: Notifier | None = None) -> None:
+        self.config = config
+        self.limits = config.limits
+        self.store = store
+        self.clock = clock
+        self.notifier = notifier or LocalNotifier()
+        self.origin = config.url.origin
+        self._by_sender = KeyedBuckets(self.limits.per_sender)
+        self._by_mailbox = KeyedBuckets(self.limits.per_mailbox)
+        self._last_expire = 0.0
+
+    # -- deposits ------------------------------------------------------------------------
+    def send(self, raw: bytes) -> Answer:
+        """``POST <path>/send`` ``{to, from, from_enc, id, blob, sig}``."""
+        return self._guard(self._send, raw)
+
+    def _send(self, raw: bytes) -> Answer:
+        doc = _object(raw)
+        to, sender = _did(doc, "to"), _did(doc, "from")
+        sender_enc = _str(doc, "from_enc")
+        if not _ENC_PUB.fullmatch(sender_enc):
+            _malformed("from_enc must be 64 lowercase hex characters")
+        deposit_id = _str(doc, "id")
+        if not 1 <= len(deposit_id) <= MAX_ID_CHARS or _ID_FORBIDDEN.search(deposit_id):
+            _malformed(f"id must be 1-{MAX_ID_CHARS} characters, without control "
+                       "characters or '|'")
+        blob = _str(doc, "blob")
+        if len(blob) > self.limits.max_blob:
+            raise Refusal(413, "too-large", f"the blob is {len(blob)} characters; at most "
+                                            f"{self.limits.max_blob}")
+        try:
+            box = b64decode_strict(blob, code="bad-blob", max_len=self.limits.max_blob)
+        except MuretaiError:
+            _malformed("blob must be standard padded base64")
+        if len(box) < MIN_BOX_BYTES:
+            _malformed(f"blob holds {len(box)} bytes; a sealed box has at least "
+                       f"{MIN_BOX_BYTES}")
+        try:
+            verify_relay_send(to=to, sender=sender, deposit_id=deposit_id, blob=blob,
+                              sig=doc.get("sig"))
+        except MuretaiError as exc:
+            raise Refusal(401, "bad-signature", f"sig does not verify under from "
+                                                f"({exc.code})") from None
+        now = self.clock()
+        wait = admit((self._by_sender.get(sender, now), self._by_mailbox.get(to, now)), now)
+        if wait:
+            raise Refusal(429, "rate-limited", f"too many deposits; retry in {wait} s",
+                          ((b"retry-after", str(wait).encode()),))
+        self._maybe_expire(now)
+        outcome = self.store.deposit(to=to, sender=sender, sender_enc=sender_enc,
+                                     deposit_id=deposit_id, blob=blob, now=int(now),
+                                     max_waiting=self.limits.max_waiting)
+        if outcome == "queued":
+            self.notifier.notify(to)
+            return _ok({"queued": True, "id": deposit_id})
+        if outcome == "duplicate":
+            return _ok({"queued": True, "duplicate": True, "id": deposit_id})
+        if outcome == "id-reused":
+            raise Refusal(409, "id-reused", "that id already names another deposit for this "
+                                            "recipient; use a new id for new content")
+        raise Refusal(507, "mailbox-full", f"{self.limits.max_waiting} messages already wait "
+                                           "for this recipient")
+
+    def _maybe_expire(self, now: float) -> None:
+        if now - self._last_expire >= 60:
+            self._last_expire = now
+            self.store.expire(int(now) - self.limits.expire_seconds)
+
+    # -- listeners -----------------------------------------------------------------------
+    def _listener(self, doc: dict[str, Any]) -> tuple[str, int]:
+        """The DID a listen/ack body proves it holds, and its epoch (else 400/401/409)."""
+        did = _did(doc, "did")
+        minute = _int(doc, "minute", low=0, high=MAX_EPOCH)
+        token = _str(doc, "token")
+        epoch = _int(doc, "epoch", low=0, high=MAX_EPOCH)
+        skew = abs(minute - int(self.clock() // 60))
+        try:
+            if skew > self.limits.minute_skew:
+                raise MuretaiError("stale", "minute out of range")
+            verify_listen_token(did=did, minute=minute, token=token, origin=self.origin)
+        except MuretaiError:
+            raise Refusal(401, "bad-token", "the listen token is not valid here and now; sign "
+                                            "a fresh one for this relay") from None
+        claimed = self.store.claim_epoch(did, epoch)
+        if claimed == "superseded":
+            raise _superseded()
+        if claimed == "newer":
+            self.notifier.notify(did)  # held polls of an older epoch answer 409 now
+        return did, epoch
+
+    def _since(self) -> int:
+        return int(self.clock()) - self.limits.expire_seconds
+
+    async def listen(self, raw: bytes, gone: asyncio.Event | None = None) -> Answer | None:
+        """``POST <path>/listen`` ``{did, minute, token, epoch, wait}``: waiting messages,
+        at once or when one arrives within ``wait`` seconds. None if the client left."""
+        try:
+            doc = _object(raw)
+            wait = doc.get("wait", self.limits.default_wait)
+            if not isinstance(wait, int | float) or isinstance(wait, bool) \
+                    or not 0 <= wait <= self.limits.max_wait:
+                _malformed(f"wait must be a number of seconds from 0 to {self.limits.max_wait:g}")
+            did, epoch = self._listener(doc)
+            return await self._hold(did, epoch, float(wait), gone)
+        except Refusal as refusal:
+            return refusal.answer()
+        except DatabaseUnavailable:
+            return _unavailable()
+
+    async def _hold(self, did: str, epoch: int, wait: float,
+                    gone: asyncio.Event | None) -> Answer | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        first = True
+        while True:
+            with self.notifier.subscribe(did) as sub:
+                if not first and self.store.epoch(did) != epoch:
+                    raise _superseded()
+                first = False
+                found, more = self.store.waiting(did, limit=self.limits.batch,
+                                                 since=self._since())
+                left = deadline - loop.time()
+                if found or left <= 0:
+                    return _ok({"messages": [m.to_json() for m in found], "more": more})
+                if gone is None:
+                    await sub.wait(left)
+                    continue
+                waiter = asyncio.ensure_future(sub.wait(left))
+                leaving = asyncio.ensure_future(gone.wait())
+                try:
+                    await asyncio.wait((waiter, leaving), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    waiter.cancel()
+                    leaving.cancel()
+                if gone.is_set():
+                    return None
+
+    def ack(self, raw: bytes) -> Answer:
+        """``POST <path>/ack`` ``{did, minute, token, epoch, ids}``: delete those messages."""
+        return self._guard(self._ack, raw)
+
+    def _ack(self, raw: bytes) -> Answer:
+        doc = _object(raw)
+        ids = doc.get("ids")
+        if not isinstance(ids, list) or len(ids) > MAX_ACK_IDS \
+                or not all(isinstance(i, str) and len(i) <= MAX_ID_CHARS for i in ids):
+            _malformed(f"ids must be a list of at most {MAX_ACK_IDS} deposit ids")
+        did, _ = self._listener(doc)
+        return _ok({"acked": self.store.ack(did, list(dict.fromkeys(ids)))})
+
+    # -- cards ---------------------------------------------------------------------------
+    def put_card(self, raw: bytes) -> Answer:
+        """``POST <path>/card``: a signed card envelope, stored if newer than the last."""
+        return self._guard(self._put_card, raw)
+
+    def _put_card(self, raw: bytes) -> Answer:
+        doc = _object(raw)
+        card = doc.get("card")
+        did = card.get("did") if isinstance(card, dict) else None
+        if not isinstance(did, str):
+            _malformed("a card envelope is {v, typ, card: {did, ...}, ts, sig}")
+        _did(card, "did")  # type: ignore[arg-type]
+        try:
+            verify_card_envelope(doc, expected_did=did)
+        except MuretaiError as exc:
+            raise Refusal(400, "bad-card", f"the envelope does not verify under card.did "
+                                           f"({exc.code}: {exc.detail})") from None
+        ts = doc["ts"]
+        if ts > self.clock() + ENVELOPE_MAX_AHEAD:
+            raise Refusal(400, "bad-card", "ts is in the future by more than "
+                                           f"{ENVELOPE_MAX_AHEAD} s")
+        envelope = {"v": 1, "typ": doc["typ"], "card": card, "ts": ts, "sig": doc["sig"]}
+        if not self.store.put_card(did, ts, _encode(envelope)):
+            raise Refusal(409, "stale-card", "the relay holds an envelope for this DID that is "
+                                             "as new or newer (ts)")
+        return _ok({"stored": True, "did": did, "ts": ts})
+
+    def get_card(self, did: str) -> Answer:
+        """``GET <path>/card/<did>``: the stored envelope, unverified by the reader's lights."""
+        try:
+            curve, _ = public_from_did(did)
+        except MuretaiError:
+            return refusal_answer(404, "not-found", "no card for that DID")
+        try:
+            stored = self.store.card(did)
+        except DatabaseUnavailable:
+            return _unavailable()
+        if stored is None or curve != "ed25519":
+            return refusal_answer(404, "not-found", "no card for that DID")
+        return 200, stored.encode(), JSON_HEADERS
+
+    # -- shared ----------------------------------------------------------------------------
+    @staticmethod
+    def _guard(route: Callable[[bytes], Answer], raw: bytes) -> Answer:
+        try:
+            return route(raw)
+        except Refusal as refusal:
+            return refusal.answer()
+        except DatabaseUnavailable:
+            return _unavailable()
+
+
+def _superseded() -> Refusal:
+    return Refusal(409, "superseded", "a newer listener (a higher epoch) holds this DID")
+
+
+def _unavailable() -> Answer:
+    log.warning("relay: the database is unavailable")
+    return refusal_answer(503, "unavailable", "the relay's store is unavailable; retry later")

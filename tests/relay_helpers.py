@@ -1,0 +1,85 @@
+"""A live relay for tests (real uvicorn on 127.0.0.1, an ephemeral port) and its clients' bodies."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from muretai_cli.relay.app import build_app
+from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
+from muretai_cli.relay.store import RelayStore
+from muretai_cli.seam import SigningKey, seal_box, sign_listen_token, sign_relay_send
+from muretai_cli.urls import parse_base_url
+from tests.servers import run_uvicorn
+
+
+@dataclass
+class LiveRelay:
+    url: str  # the relay's URL as clients are given it
+    relay: Relay
+
+    @property
+    def origin(self) -> str:
+        return parse_base_url(self.url, require_https=False).origin
+
+    def post(self, route: str, body: bytes | dict[str, Any], **kw: Any) -> httpx.Response:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return httpx.post(f"{self.url}/{route}", content=raw, timeout=kw.pop("timeout", 40),
+                          headers={"content-type": "application/json"}, **kw)
+
+    def deposit(self, sender: SigningKey, to: SigningKey, text: str = "hi",
+                **fields: Any) -> httpx.Response:
+        return self.post("send", deposit_body(sender, to, text, **fields))
+
+    def listen(self, key: SigningKey, *, epoch: int = 1, wait: float = 0,
+               **fields: Any) -> httpx.Response:
+        return self.post("listen", listen_body(key, self.origin, epoch=epoch, wait=wait)
+                         | fields)
+
+    def ack(self, key: SigningKey, ids: list[str], *, epoch: int = 1) -> httpx.Response:
+        return self.post("ack", listen_body(key, self.origin, epoch=epoch) | {"ids": ids})
+
+
+def deposit_body(sender: SigningKey, to: SigningKey, text: str = "hi", *,
+                 deposit_id: str | None = None, blob: str | None = None) -> dict[str, Any]:
+    """A deposit as a client makes one: ``text`` sealed to ``to``, signed by ``sender``."""
+    deposit_id = deposit_id or secrets.token_hex(16)
+    blob = blob if blob is not None else seal_box(sender, to.enc_pub, text.encode(), ad=b"")
+    return {"to": to.did, "from": sender.did, "from_enc": sender.enc_pub, "id": deposit_id,
+            "blob": blob, "sig": sign_relay_send(sender, to=to.did, deposit_id=deposit_id,
+                                                 blob=blob)}
+
+
+def listen_body(key: SigningKey, origin: str, *, epoch: int = 1, wait: float | None = None,
+                minute: int | None = None) -> dict[str, Any]:
+    minute = int(time.time() // 60) if minute is None else minute
+    body: dict[str, Any] = {"did": key.did, "minute": minute, "epoch": epoch,
+                            "token": sign_listen_token(key, minute=minute, origin=origin)}
+    if wait is not None:
+        body["wait"] = wait
+    return body
+
+
+@contextmanager
+def live_relay(db: Path | str, *, path: str = "", url: str | None = None,
+               **limits: Any) -> Iterator[LiveRelay]:
+    """A relay on an ephemeral port; ``url`` may spell its own URL another way (``{port}``)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    own = (url or "http://127.0.0.1:{port}" + path).format(port=port)
+    relay = Relay(RelayConfig(parse_base_url(own, require_https=False), RelayLimits(**limits)),
+                  RelayStore.open(db))
+    config = uvicorn.Config(build_app(relay), log_level="warning", lifespan="on")
+    with run_uvicorn(config, sock):
+        yield LiveRelay(f"http://127.0.0.1:{port}{path}", relay)
