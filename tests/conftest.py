@@ -26,11 +26,22 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[P
     yield home
 
 
-def load_vectors(name: str) -> dict[str, Any]:
+REQUIRE_VECTORS = "MURETAI_REQUIRE_VECTORS"
+
+
+def vector_file(name: str) -> Path:
+    """A golden vector file; skips without ``../shared`` (fails if MURETAI_REQUIRE_VECTORS=1)."""
     path = VECTORS / name
     if not path.exists():
-        pytest.skip(f"golden vectors not found at {path} (../shared/vectors is absent)")
-    data: dict[str, Any] = json.loads(path.read_bytes())
+        why = f"golden vectors not found at {path} (../shared/vectors is absent)"
+        if os.environ.get(REQUIRE_VECTORS) == "1":
+            pytest.fail(f"{why} but {REQUIRE_VECTORS}=1")
+        pytest.skip(why)
+    return path
+
+
+def load_vectors(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(vector_file(name).read_bytes())
     return data
 
 

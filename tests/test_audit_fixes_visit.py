@@ -10,7 +10,6 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -120,10 +119,12 @@ def test_lint_tables_render_brackets_as_text(monkeypatch: pytest.MonkeyPatch) ->
     from muretai_cli.lint import RULES
 
     monkeypatch.setitem(RULES, "x[/y]:key:", ("error", "means [/z] and :key:"))
-    tally = SimpleNamespace(rules=Counter({"x[/y]:key:": 1}))
+    from muretai_cli.lint._run import Tally
+
+    tally = Tally(rules=Counter({"x[/y]:key:": 1}))
     buf = io.StringIO()
     monkeypatch.setattr("sys.stdout", buf)
-    _lint._print_tables(tally, None)  # type: ignore[arg-type]
+    _lint._print_tables(tally, None)
     shown = buf.getvalue()
     assert "x[/y]:key:" in shown and "[/z] and :key:" in shown
 
@@ -176,11 +177,13 @@ def test_held_requests_quote_every_line() -> None:
 
 def test_verified_reply_quotes_every_line() -> None:
     from muretai_cli.cli._visitout import dm_lines
+    from muretai_cli.verdict import Verdict
+    from muretai_cli.visit.dm import DmReport, ReplyCheck
 
-    reply = SimpleNamespace(verdict=SimpleNamespace(ok=True), state=None, text=FORGERY,
-                            binding=None)
-    report = SimpleNamespace(reply=reply, to="did:key:z6MkDoor")
-    lines = dm_lines(report)  # type: ignore[arg-type]
+    reply = ReplyCheck(verdict=Verdict.of("reply"), kind="message", text=FORGERY)
+    report = DmReport(to="did:key:z6MkDoor", endpoint="http://127.0.0.1:1/a2a", sent_id="m1",
+                      redeemed="not-needed", reply=reply, remembered=True)
+    lines = dm_lines(report)
     assert lines[0].startswith("reply from did:key:z6MkDoor (verified, bound to the conversation)")
     assert all(line.startswith("  | ") for line in lines[1:])
     assert f"  | {FORGED_HEADER}" in lines

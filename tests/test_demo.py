@@ -2,20 +2,70 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+DEMO = [sys.executable, "-m", "muretai_cli", "demo"]
+
 
 def test_demo_passes_end_to_end(tmp_path: Path) -> None:
     env = {**os.environ, "MURETAI_HOME": str(tmp_path / "unused"), "NO_COLOR": "1"}
-    proc = subprocess.run([sys.executable, "-m", "muretai_cli", "demo", "--home",
-                           str(tmp_path / "demo")], capture_output=True, text=True, env=env,
-                          timeout=240, check=False)
+    proc = subprocess.run([*DEMO, "--home", str(tmp_path / "demo")], capture_output=True,
+                          text=True, env=env, timeout=240, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "demo passed" in proc.stdout
-    # The door's first contact was held, then approved; the inbox holds all three DMs.
-    assert "exit 4 (expected 4) ok" in proc.stdout
+    assert "exit 4 (expected 4) ok" in proc.stdout, "the first contact was held"
     assert proc.stdout.count("UNEXPECTED") == 0
-    assert "See you on Friday." in proc.stdout
+    # The shop's inbox itself (not the demo's echo of its own commands): the held first DM,
+    # approved, and the two later DMs, each from alice and verified.
+    env["MURETAI_HOME"] = str(tmp_path / "demo")
+    inbox = subprocess.run([sys.executable, "-m", "muretai_cli", "op", "--as", "shop", "inbox",
+                            "--json"], capture_output=True, text=True, env=env, check=False)
+    alice = subprocess.run([sys.executable, "-m", "muretai_cli", "id", "show", "alice",
+                            "--json"], capture_output=True, text=True, env=env, check=False)
+    messages = json.loads(inbox.stdout)["messages"]
+    texts = [m["text"] for m in messages]
+    assert sorted(texts) == sorted(["Hello from alice",
+                                    "Hello, I'd like to confirm my fitting on Friday.",
+                                    "See you on Friday."]), texts
+    assert {m["from"] for m in messages} == {json.loads(alice.stdout)["did"]}
+    assert all(m["verified"] for m in messages)
+
+
+def _demo_homes(tmp: Path) -> list[str]:
+    return [p.name for p in tmp.iterdir() if p.name.startswith("muretai-demo-")]
+
+
+def test_demo_home_is_removed_when_the_reader_goes_away(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1"}
+    # `muretai demo | head -n 2`: head leaves after two lines, the demo's next write fails.
+    demo = subprocess.Popen(DEMO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert demo.stdout is not None and demo.stderr is not None
+    for _ in range(2):
+        demo.stdout.readline()
+    assert _demo_homes(tmp), "the demo made its home in TMPDIR"
+    demo.stdout.close()
+    demo.wait(timeout=60)
+    assert "Traceback" not in demo.stderr.read().decode()
+    assert _demo_homes(tmp) == []
+
+
+def test_demo_home_is_removed_on_sigterm(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1"}
+    demo = subprocess.Popen(DEMO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert demo.stdout is not None
+    while b"[2]" not in demo.stdout.readline():
+        pass
+    assert _demo_homes(tmp)
+    demo.send_signal(signal.SIGTERM)
+    demo.communicate(timeout=60)
+    assert demo.returncode != 0
+    assert _demo_homes(tmp) == []

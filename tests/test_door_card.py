@@ -48,7 +48,22 @@ def test_envelope_resigned_hourly_and_on_change() -> None:
     clock.now += 3700
     assert "contact" not in json.loads(door.card_bytes())
     assert "contact" not in json.loads(door.envelope_bytes())["card"]
-    assert door.card_bytes() == door.card_bytes()  # the same bytes, not rebuilt per request
+
+    # Served from the cache: neither rebuilt nor re-signed per request.
+    built: list[int] = []
+    build = door.card
+
+    def counting_card(now: int) -> dict[str, object]:
+        built.append(now)
+        return build(now)
+
+    door.card = counting_card  # type: ignore[method-assign]
+    first, envelope = door.card_bytes(), door.envelope_bytes()
+    assert door.card_bytes() is first and door.envelope_bytes() is envelope and built == []
+    assert run("contact", "issue", "--as", "door", "--uses", "1", "--expires", "2h").exit_code == 0
+    door.card_bytes()
+    door.card_bytes()
+    assert len(built) == 1, "a change in the store rebuilds the card, once"
 
 
 def test_org_membership_on_card() -> None:

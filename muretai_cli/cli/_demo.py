@@ -10,14 +10,18 @@ exactly what a user types) and checks its exit code. It exits 0 only if every st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -175,7 +179,33 @@ def demo(
         "--home", help="Use this folder as MURETAI_HOME (default: a new temporary one).")] = None,
 ) -> None:
     """Run the main job end to end on loopback, in a throwaway home, and check every step."""
-    root = home or Path(tempfile.mkdtemp(prefix="muretai-demo-"))
+    if home is not None:
+        _run_demo(home)
+        return
+    with throwaway_home() as root:
+        _run_demo(root)
+
+
+@contextlib.contextmanager
+def throwaway_home() -> Iterator[Path]:
+    """A new temporary home, removed on every way out: return, error, a closed pipe
+    (``muretai demo | head``), Ctrl-C, SIGTERM or SIGHUP. It holds private keys."""
+    root = Path(tempfile.mkdtemp(prefix="muretai-demo-"))
+
+    def _stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)  # unwinds through the finally blocks below
+
+    caught = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    previous = {sig: signal.signal(sig, _stop) for sig in caught}
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run_demo(root: Path) -> None:
     note(f"demo home: {root}")
     run = Demo(root)
     offline_part(run)
