@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from muretai_cli.conformance_keys import RUNNERS as KEY_RUNNERS
 from muretai_cli.conformance_web import RUNNERS as WEB_RUNNERS
 from muretai_cli.conformance_web import is_wba_file
 from muretai_cli.errors import MuretaiError
@@ -179,6 +180,7 @@ _RUNNERS: dict[str, Callable[[dict[str, Any]], list[tuple[str, bool]]]] = {
     "reject.message": lambda doc: _reject_message(doc["reject"]["message"]),
     "reject.encoding": lambda doc: _reject_encoding(doc["reject"]["encoding"]),
     **WEB_RUNNERS,
+    **KEY_RUNNERS,
 }
 
 

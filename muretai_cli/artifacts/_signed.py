@@ -50,3 +50,30 @@ def require_str(obj: Mapping[str, Any], field: str, *, code: str = "malformed",
     if not isinstance(value, str) or not value or len(value) > limit:
         raise Refused(code, f"{field} must be a non-empty string of at most {limit} characters")
     return value
+
+
+def int_field(obj: Mapping[str, Any], field: str, *, code: str = "malformed") -> int:
+    """A required integer field: ``require_int`` with the absent case refused, not asserted."""
+    value = require_int(obj, field, code=code)
+    if value is None:  # pragma: no cover - require_int refuses None when not optional
+        raise Refused(code, f"{field} must be an integer")
+    return value
+
+
+def str_field(obj: Mapping[str, Any], field: str, *, code: str = "malformed",
+              limit: int = 1024) -> str:
+    """A required non-empty string field: ``require_str`` with the absent case refused."""
+    value = require_str(obj, field, code=code, limit=limit)
+    if value is None:  # pragma: no cover - require_str refuses None when not optional
+        raise Refused(code, f"{field} must be a non-empty string")
+    return value
+
+
+def verify_under_key_hex(key_hex: str, payload: bytes, sig: object) -> None:
+    """Verify ``sig`` under a raw Ed25519 key given as 64 lowercase hex (a KeyState's
+    ``rootKey``), through the same strict door as a DID: the key is spelt as its did:key."""
+    from muretai_cli.seam import did_from_public
+
+    if len(key_hex) != 64 or any(c not in "0123456789abcdef" for c in key_hex):
+        raise Refused("malformed-key", "a key is 64 lowercase hex characters (Ed25519)")
+    verify_signature(did_from_public(bytes.fromhex(key_hex)), payload, sig)
