@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -130,11 +131,9 @@ json_values = st.recursive(
 def test_verifiers_are_total(field: str, value: object) -> None:
     binding = copy.deepcopy(mint_binding(OWNER, DEVICE, now=NOW))
     state, _ = mint_owner_state(OWNER, epoch=1, revoked=devices(1), now=NOW)
-    for record, check in ((binding, lambda r: verify_binding(r, device_did=DEVICE.did,
+    for original, check in ((binding, lambda r: verify_binding(r, device_did=DEVICE.did,
                                                              now=NOW)),
                           (state, lambda r: verify_owner_state(r, root_did=OWNER.did))):
-        record = {**record, field: value}
-        try:
+        record = {**original, field: value}
+        with contextlib.suppress(MuretaiError):
             check(record)
-        except MuretaiError:
-            pass
