@@ -95,9 +95,9 @@ def test_serve_refuses_a_membership_for_another_agent(tmp_path: object) -> None:
 def test_durable_is_synchronous_full() -> None:
     did = SigningKey.generate().did
     normal = DoorStore(db_path(did))
-    assert normal.db.execute("PRAGMA synchronous").fetchone()[0] == 1
-    assert normal.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert normal.db.one("PRAGMA synchronous") == (1,)
+    assert normal.db.one("PRAGMA journal_mode") == ("wal",)
     normal.close()
     durable = DoorStore(db_path(did), durable=True)
-    assert durable.db.execute("PRAGMA synchronous").fetchone()[0] == 2
+    assert durable.db.one("PRAGMA synchronous") == (2,)
     durable.close()

@@ -32,8 +32,8 @@ def grant_state(door: Live, grant_id: str) -> tuple[int, int]:
     store = door.store()
     try:
         row = store.grant(grant_id)
-        conns = store.db.execute("SELECT COUNT(*) FROM connections WHERE grant_id=?",
-                                 (grant_id,)).fetchone()[0]
+        conns = store.db.one("SELECT COUNT(*) FROM connections WHERE grant_id=?",
+                             (grant_id,))[0]
     finally:
         store.close()
     assert row is not None

@@ -123,6 +123,12 @@ def _add_domain(app: typer.Typer) -> None:
     app.add_typer(_domain.app, name="domain")
 
 
+def _add_db(app: typer.Typer) -> None:
+    from muretai_cli.cli import _db
+
+    app.add_typer(_db.app, name="db")
+
+
 def _add_demo(app: typer.Typer) -> None:
     from muretai_cli.cli import _demo
 
@@ -144,6 +150,7 @@ _REGISTER: dict[str, Callable[[typer.Typer], None]] = {
     "conventions": _add_conventions,
     "serve": _add_serve,
     "domain": _add_domain,
+    "db": _add_db,
     "demo": _add_demo,
 }
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from muretai_cli.cli._db import DbOpt, fix_command
 from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, note, safe, say
 from muretai_cli.errors import InputError
 
@@ -29,10 +30,11 @@ def load_identity(name: str, keys: Path | None) -> Identity:
     return KeyStore(keys_dir(keys)).load(name)
 
 
-def open_store(did: str, *, durable: bool = False) -> DoorStore:
-    from muretai_cli.inbox.store import DoorStore, db_path
+def open_store(ident: Identity, db: str | None = None, *, durable: bool = False) -> DoorStore:
+    """The identity's door store: its SQLite file, or ``db`` (``--db`` / ``MURETAI_DB``)."""
+    from muretai_cli.inbox.store import open_door_store
 
-    return DoorStore(db_path(did), durable=durable)
+    return open_door_store(ident.did, db, durable=durable, fix=fix_command(ident.name, db))
 
 
 def register(app: typer.Typer) -> None:
@@ -64,6 +66,7 @@ def serve(
         "--slow-seconds", hidden=True, help="Deadline for headers and for the body.")] = 10.0,
     http: Annotated[str, typer.Option(
         "--http", hidden=True, help="HTTP parser: auto | httptools | h11.")] = "auto",
+    db: DbOpt = None,
     keys: KeysOpt = None,
 ) -> None:
     """Run the door: the signed card, message/send and contact/redeem, on 127.0.0.1."""
@@ -100,7 +103,7 @@ def serve(
                         rate_per_sender=rate_per_sender, rate_total=rate_total, org=membership,
                         durable=durable, slow_seconds=slow_seconds,
                         max_connections=max_connections)
-    door = Door(ident.signing_key(), config, open_store(ident.did, durable=durable))
+    door = Door(ident.signing_key(), config, open_store(ident, db, durable=durable))
     try:
         sock = bind(host, port)
     except OSError as exc:
@@ -113,7 +116,7 @@ def serve(
     server = uvicorn.Server(server_config(app, door, host=host, port=bound[1], http=http))
     note(f"listening on http://{shown}:{bound[1]} as {ident.did}")
     note(f"card: {base.join('/.well-known/agent-card.json')} (policy {dm_policy}, "
-         f"db {door.store.path})")
+         f"db {door.store.where})")
     server.run(sockets=[sock])
 
 
@@ -124,6 +127,7 @@ def issue(
     uses: Annotated[int, typer.Option("--uses", help="How many senders may redeem it.")],
     expires: Annotated[str, typer.Option("--expires", help="Lifetime: 30m, 12h, 7d, 2w.")] = "7d",
     purpose: Annotated[str | None, typer.Option("--purpose", help="Why it was issued.")] = None,
+    db: DbOpt = None,
     keys: KeysOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -137,7 +141,7 @@ def issue(
     ident = load_identity(as_, keys)
     now = int(time.time())
     grant = mint_grant(ident.signing_key(), uses=uses, now=now, ttl=ttl, purpose=purpose)
-    store = open_store(ident.did)
+    store = open_store(ident, db)
     try:
         store.add_grant(grant, now)
     finally:
@@ -153,11 +157,12 @@ def issue(
 
 @contact_app.command("grants")
 @handles_errors
-def grants(as_: AsOpt, keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
+def grants(as_: AsOpt, db: DbOpt = None, keys: KeysOpt = None,
+           json_out: JsonOpt = False) -> None:
     """List this door's grants with uses left."""
     ident = load_identity(as_, keys)
     now = int(time.time())
-    store = open_store(ident.did)
+    store = open_store(ident, db)
     try:
         rows = [g.to_json(now) for g in store.grants()]
     finally:
@@ -178,13 +183,14 @@ def grants(as_: AsOpt, keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
 def revoke(
     as_: AsOpt,
     grant_id: Annotated[str, typer.Argument(metavar="ID", help="The grant's id.")],
+    db: DbOpt = None,
     keys: KeysOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Revoke a grant: it leaves the card, and its connections stop letting senders in."""
     ident = load_identity(as_, keys)
     now = int(time.time())
-    store = open_store(ident.did)
+    store = open_store(ident, db)
     try:
         row = store.revoke(grant_id, now)
     finally:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from muretai_cli.cli import _opdoor, _opvisit
+from muretai_cli.cli._db import DbOpt
 from muretai_cli.cli._out import KeysOpt
 
 if TYPE_CHECKING:
@@ -22,9 +23,10 @@ def _op(
     ctx: typer.Context,
     as_: Annotated[str, typer.Option("--as", help="The identity to act as (a name in keys/).")],
     keys: KeysOpt = None,
+    db: DbOpt = None,
 ) -> None:
     """Act as one of your identities."""
-    ctx.obj = {"as": as_, "keys": keys}
+    ctx.obj = {"as": as_, "keys": keys, "db": db}
 
 
 def op_identity(ctx: typer.Context) -> Identity:

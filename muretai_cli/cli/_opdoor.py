@@ -27,7 +27,8 @@ def _store(ctx: typer.Context) -> DoorStore:
     from muretai_cli.cli._door import open_store
     from muretai_cli.cli._op import op_identity
 
-    return open_store(op_identity(ctx).did)
+    obj = ctx.find_root().obj if ctx.obj is None else ctx.obj
+    return open_store(op_identity(ctx), obj.get("db") if isinstance(obj, dict) else None)
 
 
 def _when(epoch: Any) -> str:

@@ -9,9 +9,12 @@ transaction, so two processes upgrading at once apply it once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from muretai_cli.db._core import Database, SchemaMismatch, render_ddl, statements
+from muretai_cli.db._core import Database, Dialect, SchemaMismatch, render_ddl, statements
+
+Migration = str | Mapping[Dialect, str]
 
 VERSION_TABLE = """
 CREATE TABLE IF NOT EXISTS muretai_schema (store TEXT PRIMARY KEY, version {int} NOT NULL)
@@ -20,10 +23,19 @@ CREATE TABLE IF NOT EXISTS muretai_schema (store TEXT PRIMARY KEY, version {int}
 
 @dataclass(frozen=True, slots=True)
 class Schema:
-    """A store's schema: ``migrations[i]`` takes version ``i`` to ``i + 1``."""
+    """A store's schema: ``migrations[i]`` takes version ``i`` to ``i + 1``.
+
+    A migration is one portable script, or one per dialect where the engines' histories
+    differ (a SQLite file older than this layer, say).
+    """
 
     store: str
-    migrations: tuple[str, ...]
+    migrations: tuple[Migration, ...]
+
+    def script(self, version: int, dialect: Dialect) -> str:
+        """The migration from ``version`` to ``version + 1`` for ``dialect``."""
+        step = self.migrations[version]
+        return render_ddl(step if isinstance(step, str) else step[dialect], dialect)
 
     @property
     def latest(self) -> int:
@@ -55,7 +67,7 @@ def upgrade(db: Database, schema: Schema) -> tuple[int, int]:
         if before > schema.latest:
             raise _too_new(db, schema, before)
         for version in range(before, schema.latest):
-            for stmt in statements(render_ddl(schema.migrations[version], db.dialect)):
+            for stmt in statements(schema.script(version, db.dialect)):
                 tx.execute(stmt)
         tx.execute("INSERT INTO muretai_schema (store, version) VALUES (?, ?) ON CONFLICT "
                    "(store) DO UPDATE SET version=excluded.version",

@@ -31,7 +31,8 @@ except ImportError:  # pragma: no cover - httptools is optional for uvicorn
     _HAVE_HTTPTOOLS = False
     HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
 
-from muretai_cli.door.core import JSON_HEADERS, Door
+from muretai_cli.db import DatabaseUnavailable
+from muretai_cli.door.core import JSON_HEADERS, UNAVAILABLE, Door
 from muretai_cli.inbox.ladder import MAX_BODY
 from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH, LEGACY_CARD_PATH
 
@@ -101,7 +102,12 @@ class DoorHTTP:
         kind = self.cards.get(path)
         if kind is not None:
             if method in ("GET", "HEAD"):
-                body = self.door.card_bytes() if kind == "card" else self.door.envelope_bytes()
+                try:
+                    body = (self.door.card_bytes() if kind == "card"
+                            else self.door.envelope_bytes())
+                except DatabaseUnavailable:
+                    await _answer(send, *UNAVAILABLE, head=method == "HEAD")
+                    return
                 await _answer(send, 200, body, JSON_HEADERS, head=method == "HEAD")
             elif method == "OPTIONS":
                 await _answer(send, 204, b"", ((b"allow", _GET_ALLOW), *_CORS,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from muretai_cli import __version__
 from muretai_cli.artifacts.message import REPLY_BINDING
+from muretai_cli.db import DatabaseUnavailable
 from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.consent import POLICIES, Policy
@@ -54,6 +55,11 @@ class DoorConfig:
 
 
 Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]
+# The database is away: HTTP 503, a JSON-RPC error, retry in a second.
+UNAVAILABLE: Answer = (503, _dumps({"jsonrpc": "2.0", "id": None, "error": {
+    "code": -32603, "message": "Service unavailable",
+    "data": {"reason": "database-unavailable", "retryAfter": 1}}}).encode(),
+    (*JSON_HEADERS, (b"retry-after", b"1")))
 
 
 class Door:
@@ -118,8 +124,17 @@ class Door:
         return card
 
     def _refresh(self, now: int) -> None:
-        """Rebuild the card when it changed, re-sign it then and at most hourly otherwise."""
-        rev = self.store.card_revision()
+        """Rebuild the card when it changed, re-sign it then and at most hourly otherwise.
+
+        With the database away, the card already signed is served as it is (its envelope
+        stays valid for a while); without one, ``DatabaseUnavailable`` reaches the caller.
+        """
+        try:
+            rev = self.store.card_revision()
+        except DatabaseUnavailable:
+            if self._card_bytes:
+                return
+            raise
         if rev != self._card_rev or (self._card_exp and now >= self._card_exp):
             from muretai_cli.seam import canonical_bytes
 
@@ -169,6 +184,10 @@ class Door:
         except RpcError as err:
             body = {"jsonrpc": "2.0", "id": rid, "error": err.error_object()}
             return err.status, _dumps(body).encode(), JSON_HEADERS + err.headers
+        except DatabaseUnavailable as exc:
+            # Nothing was committed (or the commit's fate is unknown): never a signed reply.
+            log.warning("door: database unavailable: %s", exc.detail)
+            return UNAVAILABLE
         except Exception:
             log.exception("door: internal error answering a POST")
             body = {"jsonrpc": "2.0", "id": rid,
@@ -257,6 +276,8 @@ class Door:
             if stored is None or stored.doc.get("sig") != checked.get("sig"):
                 raise RpcError(-32011, "unknown-grant")
             expires = self.store.redeem(checked["id"], sender, now)
+        except DatabaseUnavailable:
+            raise
         except MuretaiError as exc:
             raise ladder.refused(-32011, exc) from None
         return {"ok": True, "expires": expires, "grantId": checked["id"]}

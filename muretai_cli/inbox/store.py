@@ -1,10 +1,15 @@
-"""The door's state in SQLite: one database per identity under ``$MURETAI_HOME/doors``.
+"""The per-identity store: one identity's door state, on SQLite or PostgreSQL.
 
-WAL with ``synchronous=NORMAL`` survives a process crash (kill -9) with every committed
-transaction; ``durable=True`` uses ``synchronous=FULL`` so a commit also survives power loss.
-The door holds one connection and calls it from its event loop only, so every transaction
-is serialised by the loop itself; the owner's commands (``op inbox``...) open their own
-connection beside it, which WAL allows.
+By default one SQLite file per identity under ``$MURETAI_HOME/doors`` (created and upgraded
+on open, as before). With ``--db postgresql://…`` the same tables live in the schema
+``door_<key>`` of that database, created by ``muretai db init`` and shared by every process
+serving the identity. All SQL is here, portable, and runs through ``Database.transaction``:
+
+- exclusive transactions (grants, holds, decisions, lists) run one at a time per identity
+  across processes: SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory lock;
+- the hot path (``accept``) rests on unique keys alone (``replay.message_id`` and
+  ``inbox (sender, message_id)``), so several processes commit messages side by side and a
+  ``messageId`` is accepted once, whichever process saw it first.
 
 Tables: grants, redemptions (one per grant and sender: what counts a use), connections
 (what lets a sender in, bounded by its grant's expiry), inbox, requests (held first
@@ -16,15 +21,20 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from muretai_cli.errors import InputError, Refused
-from muretai_cli.home import ensure_private_dir, home_dir
+from muretai_cli.home import home_dir
 
-SCHEMA = """
+if TYPE_CHECKING:
+    from muretai_cli.db import Database, Schema, Tx
+
+# Version 1 is the schema SQLite door files have always had (its trigger included);
+# PostgreSQL starts from the portable equivalent. Version 2 drops the trigger (the store
+# writes the replay row itself) and gives grants an explicit order column.
+_V1_SQLITE = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS grants (
   id TEXT PRIMARY KEY, doc TEXT NOT NULL, uses INTEGER NOT NULL, used INTEGER NOT NULL DEFAULT 0,
@@ -53,8 +63,49 @@ CREATE TABLE IF NOT EXISTS decisions (
   request_id TEXT);
 CREATE TABLE IF NOT EXISTS replay (message_id TEXT PRIMARY KEY, seen INTEGER NOT NULL);
 CREATE TRIGGER IF NOT EXISTS inbox_remembers AFTER INSERT ON inbox WHEN NEW.via = 'direct'
-BEGIN INSERT INTO replay (message_id, seen) VALUES (NEW.message_id, NEW.received); END;
+BEGIN INSERT INTO replay (message_id, seen) VALUES (NEW.message_id, NEW.received); END
 """
+_V2_SQLITE = """
+DROP TRIGGER IF EXISTS inbox_remembers;
+ALTER TABLE grants ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+UPDATE grants SET seq = rowid
+"""
+_V1_PORTABLE = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE grants (
+  id TEXT PRIMARY KEY, doc TEXT NOT NULL, uses {int} NOT NULL, used {int} NOT NULL DEFAULT 0,
+  iat {int} NOT NULL, exp {int} NOT NULL, purpose TEXT, created {int} NOT NULL,
+  revoked {int}, seq {int} NOT NULL DEFAULT 0);
+CREATE TABLE redemptions (
+  grant_id TEXT NOT NULL, sender TEXT NOT NULL, at {int} NOT NULL,
+  PRIMARY KEY (grant_id, sender));
+CREATE TABLE connections (
+  sender TEXT NOT NULL, grant_id TEXT NOT NULL, opened {int} NOT NULL, expires {int} NOT NULL,
+  PRIMARY KEY (sender, grant_id));
+CREATE TABLE inbox (
+  id {serial}, sender TEXT NOT NULL, message_id TEXT NOT NULL, context_id TEXT,
+  text TEXT NOT NULL, sent {int} NOT NULL, received {int} NOT NULL,
+  verified {int} NOT NULL, sig TEXT, via TEXT NOT NULL DEFAULT 'direct',
+  UNIQUE (sender, message_id));
+CREATE TABLE requests (
+  id TEXT PRIMARY KEY, sender TEXT NOT NULL, message_id TEXT NOT NULL, context_id TEXT,
+  text TEXT NOT NULL, sent {int} NOT NULL, received {int} NOT NULL, sig TEXT,
+  status TEXT NOT NULL DEFAULT 'held', decided {int});
+CREATE INDEX requests_sender ON requests (sender, status);
+CREATE TABLE senders (did TEXT PRIMARY KEY, status TEXT NOT NULL, since {int} NOT NULL);
+CREATE TABLE decisions (
+  id {serial}, at {int} NOT NULL, action TEXT NOT NULL, sender TEXT NOT NULL,
+  request_id TEXT);
+CREATE TABLE replay (message_id TEXT PRIMARY KEY, seen {int} NOT NULL)
+"""
+
+
+def door_schema() -> Schema:
+    from muretai_cli.db import Schema
+
+    return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
+                           {"sqlite": _V2_SQLITE, "postgresql": ""}))
+
 
 SenderStatus = Literal["allowed", "blocked", "approved", "rejected"]
 REPLAY_WINDOW = 600
@@ -110,88 +161,79 @@ class SenderView:
 
 
 class DoorStore:
-    """The door's SQLite database. Not thread-safe: one owner (an event loop or a command)."""
+    """One identity's door state, on the database it is given (one owner: a loop or a command).
 
-    def __init__(self, path: Path, *, durable: bool = False) -> None:
-        ensure_private_dir(path.parent)
-        self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=10.0,
-                                  check_same_thread=False, cached_statements=256)
-        try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-            self.db.executescript(SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            self.db.close()
-            raise InputError("bad-database", f"{path} is not a usable door database ({exc})",
-                             hint="move it aside; the door starts a new one") from None
-        path.chmod(0o600)
+    ``DoorStore(path)`` opens (creating or upgrading) a SQLite file; ``open_door_store``
+    picks the backend from a ``--db`` value. Nothing above this class knows which it has.
+    """
+
+    def __init__(self, where: Path | Database, *, durable: bool = False) -> None:
+        from muretai_cli.db import Database
+
+        if isinstance(where, Database):
+            self.db = where
+        else:
+            from muretai_cli.db import open_database, upgrade
+
+            self.db = open_database(where, namespace="door", durable=durable)
+            try:
+                upgrade(self.db, door_schema())
+            except BaseException:
+                self.db.close()
+                raise
+        self.where = self.db.describe()
 
     def close(self) -> None:
         self.db.close()
 
-    def _tx(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
     # -- meta ------------------------------------------------------------------------
     def card_revision(self) -> str:
-        row = self.db.execute("SELECT value FROM meta WHERE key='card_rev'").fetchone()
+        row = self.db.one("SELECT value FROM meta WHERE key='card_rev'")
         return str(row[0]) if row else "0"
 
-    def _bump_card(self) -> None:
-        self.db.execute("INSERT INTO meta (key, value) VALUES ('card_rev', ?) "
-                        "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                        (secrets.token_hex(8),))
+    def _bump_card(self, tx: Tx) -> None:
+        tx.execute("INSERT INTO meta (key, value) VALUES ('card_rev', ?) "
+                   "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+                   (secrets.token_hex(8),))
 
     # -- grants ----------------------------------------------------------------------
     def add_grant(self, grant: dict[str, Any], now: int) -> None:
-        self._tx()
-        try:
-            self.db.execute(
-                "INSERT INTO grants (id, doc, uses, iat, exp, purpose, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        with self.db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO grants (id, doc, uses, iat, exp, purpose, created, seq) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM grants))",
                 (grant["id"], json.dumps(grant, sort_keys=True), grant["uses"], grant["iat"],
                  grant["exp"], grant.get("purpose"), now))
-            self._bump_card()
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+            self._bump_card(tx)
 
     def _grant_of(self, row: tuple[Any, ...]) -> GrantRow:
         return GrantRow(row[0], json.loads(row[1]), row[2], row[3], row[4], row[5], row[6],
                         row[7], row[8])
 
     def grants(self) -> list[GrantRow]:
-        rows = self.db.execute("SELECT id, doc, uses, used, iat, exp, purpose, created, revoked "
-                               "FROM grants ORDER BY created DESC, rowid DESC").fetchall()
+        rows = self.db.all("SELECT id, doc, uses, used, iat, exp, purpose, created, revoked "
+                           "FROM grants ORDER BY created DESC, seq DESC")
         return [self._grant_of(r) for r in rows]
 
     def grant(self, grant_id: str) -> GrantRow | None:
-        row = self.db.execute("SELECT id, doc, uses, used, iat, exp, purpose, created, revoked "
-                              "FROM grants WHERE id=?", (grant_id,)).fetchone()
+        row = self.db.one("SELECT id, doc, uses, used, iat, exp, purpose, created, revoked "
+                          "FROM grants WHERE id=?", (grant_id,))
         return self._grant_of(row) if row else None
 
     def card_grant(self, now: int) -> GrantRow | None:
         """The newest usable grant (not revoked, not expired, uses left), or None."""
-        row = self.db.execute(
-            "SELECT id, doc, uses, used, iat, exp, purpose, created, revoked "
-            "FROM grants WHERE revoked IS NULL AND exp > ? "
-            "AND used < uses ORDER BY iat DESC, created DESC, rowid DESC LIMIT 1",
-            (now,)).fetchone()
+        row = self.db.one(
+            "SELECT id, doc, uses, used, iat, exp, purpose, created, revoked FROM grants "
+            "WHERE revoked IS NULL AND exp > ? AND used < uses "
+            "ORDER BY iat DESC, created DESC, seq DESC LIMIT 1", (now,))
         return self._grant_of(row) if row else None
 
     def revoke(self, grant_id: str, now: int) -> GrantRow:
-        self._tx()
-        try:
-            cur = self.db.execute("UPDATE grants SET revoked=? WHERE id=? AND revoked IS NULL",
-                                  (now, grant_id))
-            if cur.rowcount:
-                self._bump_card()
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+        with self.db.transaction() as tx:
+            changed = tx.execute("UPDATE grants SET revoked=? WHERE id=? AND revoked IS NULL",
+                                 (now, grant_id)).rowcount
+            if changed:
+                self._bump_card(tx)
         row = self.grant(grant_id)
         if row is None:
             raise InputError("no-such-grant", f"no grant with id {grant_id!r}",
@@ -201,14 +243,13 @@ class DoorStore:
     def redeem(self, grant_id: str, sender: str, now: int) -> int:
         """Open a connection for ``sender`` under a grant; returns its expiry.
 
-        One transaction: the use is counted, the connection opened, a rejection lifted.
+        One exclusive transaction: the use is counted, the connection opened, a rejection
+        lifted, so N redemptions racing over any number of processes open at most ``uses``.
         The same sender redeeming the same grant again changes nothing. Raises ``Refused``
         (``unknown-grant``, ``revoked``, ``expired``, ``exhausted``, ``connection-dropped``).
         """
-        self._tx()
-        try:
-            row = self.db.execute("SELECT uses, used, exp, revoked FROM grants WHERE id=?",
-                                  (grant_id,)).fetchone()
+        with self.db.transaction() as tx:
+            row = tx.one("SELECT uses, used, exp, revoked FROM grants WHERE id=?", (grant_id,))
             if row is None:
                 raise Refused("unknown-grant", "this door has no record of that grant")
             uses, used, exp, revoked = row
@@ -216,31 +257,26 @@ class DoorStore:
                 raise Refused("revoked", "the grant was revoked")
             if exp <= now:
                 raise Refused("expired", "the grant has expired")
-            again = self.db.execute("SELECT 1 FROM redemptions WHERE grant_id=? AND sender=?",
-                                    (grant_id, sender)).fetchone()
-            if again:
-                open_ = self.db.execute("SELECT 1 FROM connections WHERE grant_id=? AND "
-                                        "sender=?", (grant_id, sender)).fetchone()
-                if not open_:
+            if tx.one("SELECT 1 FROM redemptions WHERE grant_id=? AND sender=?",
+                      (grant_id, sender)):
+                if not tx.one("SELECT 1 FROM connections WHERE grant_id=? AND sender=?",
+                              (grant_id, sender)):
                     raise Refused("connection-dropped", "that connection was closed by the "
                                                         "owner; a new grant is needed")
-                self.db.execute("COMMIT")
                 return int(exp)
             if used >= uses:
                 raise Refused("exhausted", "the grant has no uses left")
-            self.db.execute("UPDATE grants SET used=used+1 WHERE id=?", (grant_id,))
-            self.db.execute("INSERT INTO redemptions (grant_id, sender, at) VALUES (?, ?, ?)",
-                            (grant_id, sender, now))
-            self.db.execute("INSERT OR REPLACE INTO connections (sender, grant_id, opened, "
-                            "expires) VALUES (?, ?, ?, ?)", (sender, grant_id, now, exp))
-            self.db.execute("DELETE FROM senders WHERE did=? AND status='rejected'", (sender,))
+            tx.execute("UPDATE grants SET used=used+1 WHERE id=?", (grant_id,))
+            tx.execute("INSERT INTO redemptions (grant_id, sender, at) VALUES (?, ?, ?)",
+                       (grant_id, sender, now))
+            tx.execute("INSERT INTO connections (sender, grant_id, opened, expires) "
+                       "VALUES (?, ?, ?, ?) ON CONFLICT (sender, grant_id) DO UPDATE SET "
+                       "opened=excluded.opened, expires=excluded.expires",
+                       (sender, grant_id, now, exp))
+            tx.execute("DELETE FROM senders WHERE did=? AND status='rejected'", (sender,))
             if used + 1 >= uses:
-                self._bump_card()
-            self.db.execute("COMMIT")
+                self._bump_card(tx)
             return int(exp)
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
 
     # -- the ladder's reads ----------------------------------------------------------
     def lookup(self, message_id: str, sender: str, now: int) -> tuple[bool, str | None]:
@@ -248,62 +284,70 @@ class DoorStore:
 
         Read-only, so it may run before the signature: nothing a stranger sends is written.
         """
-        row = self.db.execute(
+        row = self.db.one(
             "SELECT EXISTS (SELECT 1 FROM replay WHERE message_id=? AND seen>=?), "
             "(SELECT status FROM senders WHERE did=?)",
-            (message_id, now - REPLAY_WINDOW, sender)).fetchone()
-        return bool(row[0]), row[1]
+            (message_id, now - REPLAY_WINDOW, sender))
+        return (bool(row[0]), row[1]) if row else (False, None)
 
     def sender_status(self, did: str) -> str | None:
-        row = self.db.execute("SELECT status FROM senders WHERE did=?", (did,)).fetchone()
+        row = self.db.one("SELECT status FROM senders WHERE did=?", (did,))
         return str(row[0]) if row else None
 
     def sender_view(self, did: str, now: int, status: str | None) -> SenderView:
-        rows = self.db.execute(
-            "SELECT c.expires, g.revoked FROM connections c LEFT JOIN grants g "
-            "ON g.id = c.grant_id WHERE c.sender=?", (did,)).fetchall()
+        with self.db.transaction(exclusive=False) as tx:
+            rows = tx.all("SELECT c.expires, g.revoked FROM connections c LEFT JOIN grants g "
+                          "ON g.id = c.grant_id WHERE c.sender=?", (did,))
+            held = tx.one("SELECT id FROM requests WHERE sender=? AND status='held' LIMIT 1",
+                          (did,))
         valid = any(exp > now and revoked is None for exp, revoked in rows)
-        held = self.db.execute("SELECT id FROM requests WHERE sender=? AND status='held' "
-                               "LIMIT 1", (did,)).fetchone()
         return SenderView(status, valid, bool(rows), str(held[0]) if held else None)
 
     # -- commits ---------------------------------------------------------------------
     def accept(self, env: dict[str, Any], now: int) -> bool:
         """Commit a verified message to the inbox and replay memory. False if a replay.
 
-        One statement in autocommit, so one transaction: the trigger ``inbox_remembers``
-        writes the replay row, and a replay aborts the whole insert.
+        Not exclusive: the unique keys decide. Two processes racing with one ``messageId``
+        both insert its replay row; the database lets one commit and the other finds it.
         """
         try:
-            self.db.execute(
-                "INSERT INTO inbox (sender, message_id, context_id, text, sent, received, "
-                "verified, sig, via) VALUES (?, ?, ?, ?, ?, ?, 1, ?, 'direct')",
-                (env["from"], env["messageId"], env["contextId"], env["text"],
-                 env["timestamp"], now, env["sig"]))
-            return True
-        except sqlite3.IntegrityError:
+            with self.db.transaction(exclusive=False) as tx:
+                if not tx.all("INSERT INTO replay (message_id, seen) VALUES (?, ?) "
+                              "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
+                              (env["messageId"], now)):
+                    return False
+                if not tx.all(
+                        "INSERT INTO inbox (sender, message_id, context_id, text, sent, "
+                        "received, verified, sig, via) VALUES (?, ?, ?, ?, ?, ?, 1, ?, "
+                        "'direct') ON CONFLICT (sender, message_id) DO NOTHING RETURNING id",
+                        (env["from"], env["messageId"], env["contextId"], env["text"],
+                         env["timestamp"], now, env["sig"])):
+                    raise _Replayed
+        except _Replayed:
             return False
+        return True
 
     def hold(self, env: dict[str, Any], now: int) -> str | None:
-        """Hold a first contact for the owner's decision; returns its request id (None: replay)."""
-        request_id = f"r-{secrets.token_hex(8)}"
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute("INSERT INTO replay (message_id, seen) VALUES (?, ?)",
-                       (env["messageId"], now))
-            db.execute("INSERT INTO requests (id, sender, message_id, context_id, text, sent, "
+        """Hold a first contact for the owner's decision; returns its request id (None: replay).
+
+        Exclusive: a stranger has one held request, whichever process got the first
+        message; a later one (here or anywhere) is answered with that request's id.
+        """
+        with self.db.transaction() as tx:
+            held = tx.one("SELECT id FROM requests WHERE sender=? AND status='held' LIMIT 1",
+                          (env["from"],))
+            if held is not None:
+                return str(held[0])
+            if not tx.all("INSERT INTO replay (message_id, seen) VALUES (?, ?) "
+                          "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
+                          (env["messageId"], now)):
+                return None
+            request_id = f"r-{secrets.token_hex(8)}"
+            tx.execute("INSERT INTO requests (id, sender, message_id, context_id, text, sent, "
                        "received, sig) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                        (request_id, env["from"], env["messageId"], env["contextId"],
                         env["text"], env["timestamp"], now, env["sig"]))
-            db.execute("COMMIT")
             return request_id
-        except sqlite3.IntegrityError:
-            db.execute("ROLLBACK")
-            return None
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def prune(self, now: int) -> None:
         self.db.execute("DELETE FROM replay WHERE seen < ?", (now - REPLAY_WINDOW,))
@@ -312,12 +356,12 @@ class DoorStore:
     def inbox(self, limit: int | None = 20) -> list[dict[str, Any]]:
         """Newest into the inbox first. ``received`` is when the door took the message in
         (for an approved first contact, when it was held); ``approved`` when you approved it."""
-        rows = self.db.execute(
-            "SELECT i.id, i.sender, i.message_id, i.context_id, i.text, i.sent, i.received, "
-            "i.verified, i.via, (SELECT MIN(r.decided) FROM requests r WHERE i.via='approved' "
-            "AND r.sender=i.sender AND r.message_id=i.message_id AND r.status='approved') "
-            "AS approved FROM inbox i ORDER BY COALESCE(approved, i.received) DESC, i.id DESC "
-            "LIMIT ?", (limit or -1,)).fetchall()
+        sql = ("SELECT * FROM (SELECT i.id, i.sender, i.message_id, i.context_id, i.text, "
+               "i.sent, i.received, i.verified, i.via, (SELECT MIN(r.decided) FROM requests r "
+               "WHERE i.via='approved' AND r.sender=i.sender AND r.message_id=i.message_id "
+               "AND r.status='approved') AS approved FROM inbox i) q "
+               "ORDER BY COALESCE(approved, received) DESC, id DESC")
+        rows = self.db.all(sql + " LIMIT ?", (limit,)) if limit else self.db.all(sql)
         keys = ("id", "from", "messageId", "contextId", "text", "timestamp", "received",
                 "verified", "via", "approved")
         out = [dict(zip(keys, r, strict=True)) for r in rows]
@@ -326,16 +370,16 @@ class DoorStore:
         return out
 
     def requests(self, *, all_: bool = False) -> list[dict[str, Any]]:
-        rows = self.db.execute(
+        rows = self.db.all(
             "SELECT id, sender, message_id, context_id, text, sent, received, status, decided "
-            "FROM requests WHERE status='held' OR ? ORDER BY received, id", (all_,)).fetchall()
+            "FROM requests WHERE status='held' OR ?=1 ORDER BY received, id", (int(all_),))
         keys = ("id", "from", "messageId", "contextId", "text", "timestamp", "received",
                 "status", "decided")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
-    def _held(self, request_id: str) -> tuple[Any, ...]:
-        row = self.db.execute("SELECT id, sender, message_id, context_id, text, sent, received, "
-                              "sig, status FROM requests WHERE id=?", (request_id,)).fetchone()
+    def _held(self, tx: Tx, request_id: str) -> tuple[Any, ...]:
+        row = tx.one("SELECT id, sender, message_id, context_id, text, sent, received, sig, "
+                     "status FROM requests WHERE id=?", (request_id,))
         if row is None:
             raise InputError("no-such-request", f"no held request with id {request_id!r}",
                              hint="list them with `muretai op --as NAME requests list`")
@@ -343,76 +387,91 @@ class DoorStore:
             raise InputError("already-decided", f"request {request_id} was already {row[8]}")
         return tuple(row)
 
-    def _set_sender(self, did: str, status: str, now: int) -> None:
-        self.db.execute("INSERT INTO senders (did, status, since) VALUES (?, ?, ?) "
-                        "ON CONFLICT(did) DO UPDATE SET status=excluded.status, "
-                        "since=excluded.since", (did, status, now))
+    def _set_sender(self, tx: Tx, did: str, status: str, now: int) -> None:
+        tx.execute("INSERT INTO senders (did, status, since) VALUES (?, ?, ?) "
+                   "ON CONFLICT (did) DO UPDATE SET status=excluded.status, "
+                   "since=excluded.since", (did, status, now))
 
-    def _log(self, now: int, action: str, sender: str, request_id: str | None = None) -> None:
-        self.db.execute("INSERT INTO decisions (at, action, sender, request_id) "
-                        "VALUES (?, ?, ?, ?)", (now, action, sender, request_id))
+    def _status(self, tx: Tx, did: str) -> str | None:
+        row = tx.one("SELECT status FROM senders WHERE did=?", (did,))
+        return str(row[0]) if row else None
+
+    def _log(self, tx: Tx, now: int, action: str, sender: str,
+             request_id: str | None = None) -> None:
+        tx.execute("INSERT INTO decisions (at, action, sender, request_id) VALUES (?, ?, ?, ?)",
+                   (now, action, sender, request_id))
 
     def approve(self, request_id: str, now: int) -> dict[str, Any]:
-        self._tx()
-        try:
-            rid, sender, mid, ctx, text, sent, received, sig, _ = self._held(request_id)
-            self.db.execute("UPDATE requests SET status='approved', decided=? WHERE id=?",
-                            (now, rid))
-            self.db.execute("INSERT OR IGNORE INTO inbox (sender, message_id, context_id, text, "
-                            "sent, received, verified, sig, via) VALUES (?, ?, ?, ?, ?, ?, 1, ?, "
-                            "'approved')", (sender, mid, ctx, text, sent, received, sig))
-            if self._status_in_tx(sender) not in ("allowed", "blocked"):
-                self._set_sender(sender, "approved", now)
-            self._log(now, "approve", sender, rid)
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+        with self.db.transaction() as tx:
+            rid, sender, mid, ctx, text, sent, received, sig, _ = self._held(tx, request_id)
+            tx.execute("UPDATE requests SET status='approved', decided=? WHERE id=?",
+                       (now, rid))
+            tx.execute("INSERT INTO inbox (sender, message_id, context_id, text, sent, "
+                       "received, verified, sig, via) VALUES (?, ?, ?, ?, ?, ?, 1, ?, "
+                       "'approved') ON CONFLICT (sender, message_id) DO NOTHING",
+                       (sender, mid, ctx, text, sent, received, sig))
+            if self._status(tx, sender) not in ("allowed", "blocked"):
+                self._set_sender(tx, sender, "approved", now)
+            self._log(tx, now, "approve", sender, rid)
         return {"id": rid, "from": sender, "decided": now, "status": "approved"}
 
-    def _status_in_tx(self, did: str) -> str | None:
-        return self.sender_status(did)
-
     def reject(self, request_id: str, now: int, *, block: bool = False) -> dict[str, Any]:
-        self._tx()
-        try:
-            rid, sender, *_ = self._held(request_id)
-            self.db.execute("UPDATE requests SET status='rejected', decided=? WHERE id=?",
-                            (now, rid))
-            self.db.execute("DELETE FROM connections WHERE sender=?", (sender,))
+        with self.db.transaction() as tx:
+            rid, sender, *_ = self._held(tx, request_id)
+            tx.execute("UPDATE requests SET status='rejected', decided=? WHERE id=?",
+                       (now, rid))
+            tx.execute("DELETE FROM connections WHERE sender=?", (sender,))
             if block:
-                self._set_sender(sender, "blocked", now)
-            elif self._status_in_tx(sender) != "blocked":
-                self._set_sender(sender, "rejected", now)
-            self._log(now, "reject+block" if block else "reject", sender, rid)
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+                self._set_sender(tx, sender, "blocked", now)
+            elif self._status(tx, sender) != "blocked":
+                self._set_sender(tx, sender, "rejected", now)
+            self._log(tx, now, "reject+block" if block else "reject", sender, rid)
         return {"id": rid, "from": sender, "decided": now,
                 "status": "rejected", "blocked": block}
 
     def senders(self) -> list[dict[str, Any]]:
-        rows = self.db.execute("SELECT did, status, since FROM senders ORDER BY since, did"
-                               ).fetchall()
+        rows = self.db.all("SELECT did, status, since FROM senders ORDER BY since, did")
         return [{"did": d, "status": s, "since": t} for d, s, t in rows]
 
     def set_sender(self, did: str, status: SenderStatus | None, now: int) -> None:
         """allow / block, or ``None`` to unblock (drop any entry for that sender)."""
-        self._tx()
-        try:
+        with self.db.transaction() as tx:
             if status is None:
-                self.db.execute("DELETE FROM senders WHERE did=?", (did,))
-                self._log(now, "unblock", did)
+                tx.execute("DELETE FROM senders WHERE did=?", (did,))
+                self._log(tx, now, "unblock", did)
             else:
-                self._set_sender(did, status, now)
-                self._log(now, {"allowed": "allow", "blocked": "block"}.get(status, status), did)
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+                self._set_sender(tx, did, status, now)
+                self._log(tx, now, {"allowed": "allow", "blocked": "block"}.get(status, status),
+                          did)
 
     def decisions(self) -> list[dict[str, Any]]:
-        rows = self.db.execute("SELECT at, action, sender, request_id FROM decisions "
-                               "ORDER BY id").fetchall()
+        rows = self.db.all("SELECT at, action, sender, request_id FROM decisions ORDER BY id")
         return [{"at": a, "action": b, "sender": c, "requestId": d} for a, b, c, d in rows]
+
+
+class _Replayed(Exception):
+    """Rolls back ``accept`` when the inbox already holds the message (its replay row aged out)."""
+
+
+def door_namespace(did: str) -> str:
+    """The PostgreSQL schema of an identity's door store: ``door_<key>``."""
+    return "door_" + db_path(did).stem
+
+
+def open_door_store(did: str, target: str | None = None, *, durable: bool = False,
+                    fix: str = "muretai db {verb} --db URL --as NAME") -> DoorStore:
+    """The identity's store: its SQLite file (``target`` None or a path; created and upgraded
+    as needed) or its schema in a PostgreSQL database (``postgresql://…``), which must
+    already be at this program's schema version (``fix`` names the command that makes it so).
+    """
+    from muretai_cli.db import is_postgres_url, open_database, require
+
+    if target is None or not is_postgres_url(target):
+        return DoorStore(Path(target) if target else db_path(did), durable=durable)
+    db = open_database(target, namespace=door_namespace(did))
+    try:
+        require(db, door_schema(), fix=fix)
+    except BaseException:
+        db.close()
+        raise
+    return DoorStore(db)
