@@ -16,7 +16,7 @@ from muretai_cli.artifacts.message import build_message, build_message_send
 from muretai_cli.door.app import bind, build_app, server_config
 from muretai_cli.door.core import Door, DoorConfig
 from muretai_cli.home import KeyStore, keys_dir
-from muretai_cli.inbox.store import DoorStore, db_path
+from muretai_cli.inbox.store import DoorStore, db_path, open_door_store
 from muretai_cli.seam import SigningKey, sign_envelope
 from muretai_cli.urls import parse_base_url
 from tests.servers import run_uvicorn
@@ -30,6 +30,7 @@ class Live:
     key: SigningKey
     name: str
     address: str = ""  # where it really listens (http://127.0.0.1:PORT)
+    db: str | None = None  # the store's --db (None: the identity's SQLite file)
 
     @property
     def did(self) -> str:
@@ -48,7 +49,7 @@ class Live:
 
     def store(self) -> DoorStore:
         """A second connection, as the owner's commands open one."""
-        return DoorStore(db_path(self.did))
+        return open_door_store(self.did, self.db) if self.db else DoorStore(db_path(self.did))
 
 
 def send_request(sender: SigningKey, to: str, text: str = "hello", *, now: int | None = None,
@@ -66,9 +67,11 @@ def code_of(doc: dict[str, Any]) -> int | None:
 @contextmanager
 def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
               rate_total: int = 0, slow: float = 10.0, name: str = "door",
-              http: str = "auto", url: str | None = None) -> Iterator[Live]:
+              http: str = "auto", url: str | None = None, db: str | None = None
+              ) -> Iterator[Live]:
     """A door on an ephemeral port; ``url`` is the base URL it publishes (default: its own,
-    another when something sits in front of it, as a TLS terminator would)."""
+    another when something sits in front of it, as a TLS terminator would); ``db`` its
+    store's ``--db`` (a PostgreSQL URL; default the identity's SQLite file)."""
     store_keys = KeyStore(keys_dir())
     ident = store_keys.load(name) if store_keys.path_of(name).exists() else store_keys.create(name)
     sock = bind("127.0.0.1", 0)
@@ -78,10 +81,15 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
                         rate_per_sender=rate_per_sender, rate_total=rate_total,
                         slow_seconds=slow)
     key = ident.signing_key()
-    door = Door(key, config, DoorStore(db_path(ident.did)))
+    if db:
+        from tests.store_helpers import init_door_store
+
+        init_door_store(ident.did, db)
+    door = Door(key, config, open_door_store(ident.did, db) if db
+                else DoorStore(db_path(ident.did)))
     config = server_config(build_app(door), door, host="127.0.0.1", port=port, http=http)
     with run_uvicorn(config, sock):
-        yield Live(base.text, base.origin, door, key, name, f"http://127.0.0.1:{port}")
+        yield Live(base.text, base.origin, door, key, name, f"http://127.0.0.1:{port}", db)
 
 
 def raw_exchange(origin: str, data: bytes, *, wait: float = 5.0,

@@ -12,6 +12,7 @@ never reports success for it). The pool replaces broken connections in the backg
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Iterator
@@ -96,7 +97,16 @@ class PostgresDatabase(Database):
             with self._pool.connection() as conn:
                 yield conn
         except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
+            self._drop_broken()
             raise _unavailable(exc) from None
+        except DatabaseUnavailable:
+            self._drop_broken()
+            raise
+
+    def _drop_broken(self) -> None:
+        """After a lost connection, test the idle ones too, so one outage costs one 503."""
+        with contextlib.suppress(Exception):
+            self._pool.check()
 
     @contextmanager
     def transaction(self, *, exclusive: bool = True) -> Iterator[Tx]:
