@@ -67,5 +67,8 @@ def test_a_lost_database_is_503_then_the_door_reconnects(pg_url: str) -> None:
         assert lost["error"]["data"]["reason"] == "database-unavailable"
         again = door.rpc(send_request(alice, door.did, "two", mid="m-two"))
         assert again["_status"] == 200 and code_of(again) is None, again
-        texts = [m["text"] for m in door.store().inbox()]
-        assert texts == ["two", "one"]
+        owner = door.store()
+        try:
+            assert [m["text"] for m in owner.inbox()] == ["two", "one"]
+        finally:
+            owner.close()
