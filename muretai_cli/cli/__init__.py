@@ -117,6 +117,12 @@ def _add_serve(app: typer.Typer) -> None:
     _door.register(app)
 
 
+def _add_site(app: typer.Typer) -> None:
+    from muretai_cli.cli import _site
+
+    app.add_typer(_site.app, name="site")
+
+
 def _add_domain(app: typer.Typer) -> None:
     from muretai_cli.cli import _domain
 
@@ -151,6 +157,7 @@ _REGISTER: dict[str, Callable[[typer.Typer], None]] = {
     "serve": _add_serve,
     "domain": _add_domain,
     "db": _add_db,
+    "site": _add_site,
     "demo": _add_demo,
 }
 

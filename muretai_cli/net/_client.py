@@ -5,7 +5,7 @@ from __future__ import annotations
 import email.utils
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -110,7 +110,8 @@ class SafeClient:
 
     def __init__(self, *, timeout: float = 30.0, max_bytes: int = 1024 * 1024,
                  transport: httpx.BaseTransport | None = None, max_redirects: int = 3,
-                 deadline: Deadline | None = None) -> None:
+                 deadline: Deadline | None = None,
+                 signer: Callable[[str], Mapping[str, str]] | None = None) -> None:
         if max_bytes < 1:
             raise InputError("bad-max-bytes", "the byte cap must be at least 1")
         self.deadline = deadline or Deadline(timeout)
@@ -118,6 +119,8 @@ class SafeClient:
         self.max_redirects = max_redirects
         self.attempts: list[dict[str, Any]] = []
         self.skipped: list[dict[str, str]] = []
+        # Headers added to every request for its URL (Web Bot Auth signs each one).
+        self.signer = signer
         self._client = httpx.Client(
             transport=transport, follow_redirects=False, trust_env=False,
             headers={"User-Agent": user_agent(), "Accept-Encoding": "identity"})
@@ -171,6 +174,13 @@ class SafeClient:
             hops.append(target)
             current = check_request_url(target)
 
+    def options(self, url: str) -> HttpResult:
+        """OPTIONS ``url`` once (a CORS preflight as a browser would send it); not redirected."""
+        check_request_url(url)
+        return self._send("OPTIONS", url, headers={
+            "Origin": "https://example.org", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type"})
+
     def post_json(self, url: str, body: bytes) -> HttpResult:
         """POST a JSON body once. Never retried, never redirected: the answer is returned."""
         check_request_url(url)
@@ -193,6 +203,8 @@ class SafeClient:
             raise self.deadline_error(f"before {method} {url}")
         record: dict[str, Any] = {"method": method, "url": url}
         self.attempts.append(record)
+        if self.signer is not None:
+            headers = {**headers, **self.signer(url)}
         outcome: list[HttpResult | BaseException] = []
 
         def exchange() -> None:
