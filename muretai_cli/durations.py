@@ -39,3 +39,11 @@ def parse_seconds(text: str, *, name: str = "--timeout") -> float:
     if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
         raise InputError("bad-duration", f"{name} {text!r} must be a positive number of seconds")
     return seconds
+
+
+def parse_moment(text: str, *, now: int, name: str = "--valid-until") -> int:
+    """A point in time: an epoch second (all digits), or a duration from ``now`` (``30d``)."""
+    value = text.strip() if isinstance(text, str) else ""
+    if value.isdigit() and len(value) <= 12:
+        return int(value)
+    return now + parse_duration(value, name=name)

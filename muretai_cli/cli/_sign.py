@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from muretai_cli.cli import _sign_keys
 from muretai_cli.cli._out import KeysOpt, did_option, handles_errors, read_input
 
 if TYPE_CHECKING:
@@ -83,3 +84,6 @@ def card(
     key = _load(as_, keys)
     when = int(time.time()) if now is None else now
     _print(sign_card_envelope(key, body, when))
+
+
+_sign_keys.register(app, _print)

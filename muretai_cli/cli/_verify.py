@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli import _verify_artifacts, _verify_web
+from muretai_cli.cli import _verify_artifacts, _verify_keys, _verify_web
 from muretai_cli.cli._out import (
     FilesArg,
     JsonOpt,
@@ -68,4 +68,5 @@ def card(
 
 
 _verify_artifacts.register(app)
+_verify_keys.register(app)
 _verify_web.register(app)

@@ -17,13 +17,16 @@ from muretai_cli.home._files import (
 )
 from muretai_cli.home._keys import Identity, KeyStore, keys_dir, valid_name
 from muretai_cli.home._pins import Pin, PinStore
+from muretai_cli.home._records import KeyStatePins, MintedRecords
 from muretai_cli.home._trust import TrustedOrg, TrustList
 
 __all__ = [
     "Connection",
     "ConnectionStore",
     "Identity",
+    "KeyStatePins",
     "KeyStore",
+    "MintedRecords",
     "Pin",
     "PinStore",
     "TrustList",

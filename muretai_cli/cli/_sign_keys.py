@@ -1,0 +1,135 @@
+"""``sign keystate``, ``sign owner-state``, ``sign binding``: mint what ``verify`` accepts.
+
+Each mint remembers the last record of its kind per identity (``MintedRecords``), so the
+next one follows it: the epoch goes up by one, a replaced op key is burned, revocations
+accumulate. An explicit ``--epoch`` that does not advance is refused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from muretai_cli.cli._out import KeysOpt, did_option, handles_errors, note, safe
+
+if TYPE_CHECKING:
+    from muretai_cli.seam import SigningKey
+
+AsOpt = Annotated[str, typer.Option("--as", help="The root (owner) identity that signs.")]
+EpochOpt = Annotated[int | None, typer.Option(
+    "--epoch", min=0, help="The epoch (default: one above the last you signed).",
+    show_default=False)]
+UntilOpt = Annotated[str | None, typer.Option(
+    "--valid-until", help="Epoch second, or a duration from now (30d).", show_default=False)]
+NowOpt = Annotated[int | None, typer.Option("--now", help="ts to sign.", show_default=False)]
+JsonAccepted = Annotated[bool, typer.Option(
+    "--json", help="Accepted for symmetry: the output is already one JSON document.")]
+
+
+def _key(name_or_did: str, keys: Path | None) -> SigningKey:
+    from muretai_cli.home import KeyStore, keys_dir
+
+    return KeyStore(keys_dir(keys)).load(name_or_did).signing_key()
+
+
+def _next_epoch(last: dict[str, Any] | None, asked: int | None, first: int) -> int:
+    from muretai_cli.errors import InputError
+
+    previous = last.get("epoch") if last else None
+    if asked is None:
+        return previous + 1 if isinstance(previous, int) else first
+    if isinstance(previous, int) and asked <= previous:
+        raise InputError("bad-epoch", f"--epoch {asked} does not advance past {previous}, the "
+                                      "last one you signed; a peer that pinned it would refuse")
+    return asked
+
+
+def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
+    """Add the key-record sign commands to the ``sign`` group; ``emit`` prints the artifact."""
+
+    @app.command("keystate")
+    @handles_errors
+    def sign_keystate(
+        as_: AsOpt,
+        op: Annotated[str, typer.Option("--op", help="The operational identity (a name, or "
+                                        "its did:key) the root delegates to.")],
+        epoch: EpochOpt = None,
+        valid_until: UntilOpt = None,
+        now: NowOpt = None,
+        keys: KeysOpt = None,
+        json_out: JsonAccepted = False,
+    ) -> None:
+        """Print a KeyState delegating --as's root to --op (the previous op key is burned)."""
+        from muretai_cli.artifacts.keystate import mint_keystate
+        from muretai_cli.durations import parse_moment
+        from muretai_cli.home import KeyStore, MintedRecords, keys_dir
+
+        root = _key(as_, keys)
+        op_did = did_option(op, "--op") if op.startswith("did:") else \
+            KeyStore(keys_dir(keys)).load(op).did
+        clock = int(time.time()) if now is None else now
+        minted = MintedRecords()
+        last = minted.last(as_, "keystate")
+        burned = [d for d in (last or {}).get("revokedOps") or [] if isinstance(d, str)]
+        if last and isinstance(last.get("opDid"), str) and last["opDid"] != op_did:
+            burned.append(last["opDid"])
+        record = mint_keystate(
+            root, op_did=op_did, epoch=_next_epoch(last, epoch, 1), now=clock,
+            not_after=parse_moment(valid_until, now=clock) if valid_until else None,
+            revoked_ops=burned)
+        minted.keep(as_, "keystate", record)
+        emit(record)
+
+    @app.command("owner-state")
+    @handles_errors
+    def sign_owner_state(
+        as_: AsOpt,
+        revoke: Annotated[list[str], typer.Option(
+            "--revoke", help="A device DID to disown (repeat the option for more). Earlier "
+            "revocations you signed are kept.")],
+        epoch: EpochOpt = None,
+        now: NowOpt = None,
+        keys: KeysOpt = None,
+        json_out: JsonAccepted = False,
+    ) -> None:
+        """Print an OwnerState disowning --revoke devices; warns as the list nears its cap."""
+        from muretai_cli.artifacts.ownerstate import mint_owner_state
+        from muretai_cli.home import MintedRecords
+
+        for did in revoke:
+            did_option(did, "--revoke")
+        owner = _key(as_, keys)
+        minted = MintedRecords()
+        last = minted.last(as_, "owner-state")
+        earlier = [d for d in (last or {}).get("revoked") or [] if isinstance(d, str)]
+        record, warnings = mint_owner_state(
+            owner, epoch=_next_epoch(last, epoch, 0), revoked=[*earlier, *revoke],
+            now=int(time.time()) if now is None else now)
+        for w in warnings:
+            note(f"warning: {w.code}: {safe(w.detail)}")
+        minted.keep(as_, "owner-state", record)
+        emit(record)
+
+    @app.command("binding")
+    @handles_errors
+    def sign_binding(
+        as_: AsOpt,
+        device: Annotated[str, typer.Option("--device", help="The device identity (a name "
+                                            "here: it countersigns).")],
+        valid_until: UntilOpt = None,
+        now: NowOpt = None,
+        keys: KeysOpt = None,
+        json_out: JsonAccepted = False,
+    ) -> None:
+        """Print a v2 device binding: --as signs as owner, --device countersigns."""
+        from muretai_cli.artifacts.binding import mint_binding
+        from muretai_cli.durations import parse_moment
+
+        clock = int(time.time()) if now is None else now
+        emit(mint_binding(_key(as_, keys), _key(device, keys), now=clock,
+                          valid_until=parse_moment(valid_until, now=clock) if valid_until
+                          else 0))
