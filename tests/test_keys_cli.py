@@ -102,7 +102,7 @@ def test_sign_refuses_an_epoch_that_does_not_advance(ids: dict[str, str]) -> Non
 
 
 def test_owner_state_round_trip_and_refusals(tmp_path: Path, ids: dict[str, str]) -> None:
-    path, doc = sign(tmp_path, "os.json", "owner-state", "--as", "root", "--revoke",
+    _, doc = sign(tmp_path, "os.json", "owner-state", "--as", "root", "--revoke",
                      ids["dev"])
     path2, doc2 = sign(tmp_path, "os2.json", "owner-state", "--as", "root", "--revoke",
                        ids["op1"])
