@@ -66,6 +66,9 @@ def serve(
         "--slow-seconds", hidden=True, help="Deadline for headers and for the body.")] = 10.0,
     http: Annotated[str, typer.Option(
         "--http", hidden=True, help="HTTP parser: auto | httptools | h11.")] = "auto",
+    workers: Annotated[int, typer.Option(
+        "--workers", min=1, help="Processes serving on the one port (with PostgreSQL, or "
+                                 "SQLite on one host: see docs/scale-out.md).")] = 1,
     db: DbOpt = None,
     keys: KeysOpt = None,
 ) -> None:
@@ -96,28 +99,49 @@ def serve(
 
     import uvicorn
 
+    from muretai_cli.db import is_postgres_url
     from muretai_cli.door.app import bind, build_app, server_config
     from muretai_cli.door.core import Door, DoorConfig
 
+    # Several processes on one store share rate limits through it (PostgreSQL: any number
+    # of serve processes may share the database, so always).
     config = DoorConfig(name=ident.name, url=base, policy=dm_policy,  # type: ignore[arg-type]
                         rate_per_sender=rate_per_sender, rate_total=rate_total, org=membership,
                         durable=durable, slow_seconds=slow_seconds,
-                        max_connections=max_connections)
-    door = Door(ident.signing_key(), config, open_store(ident, db, durable=durable))
+                        max_connections=max_connections,
+                        shared_rate=workers > 1 or is_postgres_url(db))
+    # Open the store once here: a schema this program does not know stops the start now.
+    store = open_store(ident, db, durable=durable)
+    where = store.where
+    if workers > 1:
+        store.close()  # no pool threads may live in the parent when it forks
     try:
         sock = bind(host, port)
     except OSError as exc:
-        door.store.close()
+        if workers == 1:
+            store.close()
         raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}") \
             from None
     bound = sock.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-    app = build_app(door)
-    server = uvicorn.Server(server_config(app, door, host=host, port=bound[1], http=http))
-    note(f"listening on http://{shown}:{bound[1]} as {ident.did}")
-    note(f"card: {base.join('/.well-known/agent-card.json')} (policy {dm_policy}, "
-         f"db {door.store.where})")
-    server.run(sockets=[sock])
+    signing_key = ident.signing_key()
+
+    def run(worker: int) -> None:
+        door = Door(signing_key, config, store if workers == 1
+                    else open_store(ident, db, durable=durable))
+        app = build_app(door)
+        uvicorn.Server(server_config(app, door, host=host, port=bound[1], http=http)).run(
+            sockets=[sock])
+
+    note(f"listening on http://{shown}:{bound[1]} as {ident.did}"
+         + (f" ({workers} workers)" if workers > 1 else ""))
+    note(f"card: {base.join('/.well-known/agent-card.json')} (policy {dm_policy}, db {where})")
+    if workers == 1:
+        run(0)
+        return
+    from muretai_cli.workers import run_workers
+
+    raise typer.Exit(run_workers(workers, run, log=note))
 
 
 @contact_app.command("issue")

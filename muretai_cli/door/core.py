@@ -51,6 +51,7 @@ class DoorConfig:
     durable: bool = False
     slow_seconds: float = 10.0
     max_connections: int = 1000  # open connections and in-flight requests; past it, HTTP 503
+    shared_rate: bool = False  # count rates in the store (several processes) not in memory
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -60,6 +61,24 @@ UNAVAILABLE: Answer = (503, _dumps({"jsonrpc": "2.0", "id": None, "error": {
     "code": -32603, "message": "Service unavailable",
     "data": {"reason": "database-unavailable", "retryAfter": 1}}}).encode(),
     (*JSON_HEADERS, (b"retry-after", b"1")))
+
+
+class SharedRateLimits:
+    """The door's two ceilings counted in its store, so every process serving the identity
+    shares them (a fixed one-minute window; see ``DoorStore.take_rate``)."""
+
+    TOTAL = "*"  # the whole door's bucket (no DID is a bare asterisk)
+
+    def __init__(self, store: DoorStore, per_sender: int, total: int) -> None:
+        self.store = store
+        self.per_sender = per_sender
+        self.total_rate = total
+
+    def check(self, sender: str, now: float) -> int:
+        """0 if allowed (and counted), else whole seconds to wait (for ``Retry-After``)."""
+        limits = [(key, n) for key, n in ((sender, self.per_sender), (self.TOTAL,
+                                                                      self.total_rate)) if n > 0]
+        return self.store.take_rate(limits, int(now)) if limits else 0
 
 
 class Door:
@@ -74,7 +93,9 @@ class Door:
         self.config = config
         self.store = store
         self.clock = clock
-        self.rate = RateLimits(config.rate_per_sender, config.rate_total)
+        self.rate: RateLimits | SharedRateLimits = (
+            SharedRateLimits(store, config.rate_per_sender, config.rate_total)
+            if config.shared_rate else RateLimits(config.rate_per_sender, config.rate_total))
         self.origin = config.url.origin
         self._card_rev: str | None = None
         self._card_bytes = b""

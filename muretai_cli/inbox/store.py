@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -100,11 +101,20 @@ CREATE TABLE replay (message_id TEXT PRIMARY KEY, seen {int} NOT NULL)
 """
 
 
+# Version 3: shared rate-limit counters (a fixed one-minute window per key). Unlogged on
+# PostgreSQL: counters need no crash safety, and their writes then cost no WAL.
+_V3 = """
+CREATE {unlogged} TABLE rate (bucket TEXT NOT NULL, win {int} NOT NULL, used {int} NOT NULL,
+  PRIMARY KEY (bucket, win))
+"""
+RATE_WINDOW = 60
+
+
 def door_schema() -> Schema:
     from muretai_cli.db import Schema
 
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
-                           {"sqlite": _V2_SQLITE, "postgresql": ""}))
+                           {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3))
 
 
 SenderStatus = Literal["allowed", "blocked", "approved", "rejected"]
@@ -351,6 +361,30 @@ class DoorStore:
 
     def prune(self, now: int) -> None:
         self.db.execute("DELETE FROM replay WHERE seen < ?", (now - REPLAY_WINDOW,))
+        self.db.execute("DELETE FROM rate WHERE win < ?", (now // RATE_WINDOW - 1,))
+
+    def take_rate(self, limits: Sequence[tuple[str, int]], now: int) -> int:
+        """Count one request against every ``(bucket, per_minute)`` in this minute's window,
+        all or none: 0 when admitted, else seconds until the window turns.
+
+        Shared by every process on the store: a bucket's count in a window is exact (each
+        admitted request increments it under the row's lock; refused ones do not count),
+        and as a fixed window it lets up to twice the rate through across a window's edge.
+        """
+        win = now // RATE_WINDOW
+        try:
+            with self.db.transaction(exclusive=False) as tx:
+                if self.db.dialect == "postgresql":  # a lost count is harmless: no fsync
+                    tx.execute("SET LOCAL synchronous_commit TO OFF")
+                for bucket, per_minute in limits:
+                    if not tx.all("INSERT INTO rate (bucket, win, used) VALUES (?, ?, 1) "
+                                  "ON CONFLICT (bucket, win) DO UPDATE SET used=rate.used+1 "
+                                  "WHERE rate.used < ? RETURNING used",
+                                  (bucket, win, per_minute)):
+                        raise _Full
+        except _Full:
+            return RATE_WINDOW - now % RATE_WINDOW
+        return 0
 
     # -- the owner's side ------------------------------------------------------------
     def inbox(self, limit: int | None = 20) -> list[dict[str, Any]]:
@@ -447,6 +481,10 @@ class DoorStore:
     def decisions(self) -> list[dict[str, Any]]:
         rows = self.db.all("SELECT at, action, sender, request_id FROM decisions ORDER BY id")
         return [{"at": a, "action": b, "sender": c, "requestId": d} for a, b, c, d in rows]
+
+
+class _Full(Exception):
+    """Rolls back ``take_rate`` when one of its buckets is full."""
 
 
 class _Replayed(Exception):

@@ -1,0 +1,205 @@
+"""Several real ``muretai serve`` processes (two: enough for every race) on one PostgreSQL
+database, one identity. Each test starts its own, as policies differ; that start is what
+these tests cost (a few seconds each), the races themselves take milliseconds.
+
+Every guarantee one process gives holds across them: a messageId once, K uses of a grant,
+a revoke seen at once, one held request per stranger and an approval everywhere, shared
+rate limits; and kill -9 of one mid-load loses nothing answered as accepted and delivers
+nothing twice. ``serve --workers`` runs its processes on one port and restarts a lost one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from muretai_cli.inbox.store import open_door_store
+from muretai_cli.seam import SigningKey
+from tests.cli_helpers import new_identity, run, run_json
+from tests.door_helpers import code_of, send_request
+from tests.proc_helpers import ServeProc, start_many, start_serve
+from tests.test_door_policy import redeem_params
+
+
+@pytest.fixture
+def door(pg_url: str) -> Iterator[tuple[str, str]]:
+    """A fresh identity with its store initialised in the test database: (name, did)."""
+    did = new_identity("door")
+    assert run_json("db", "init", "--as", "door", "--db", pg_url)[0] == 0
+    yield "door", did
+
+
+def race(calls: list[Any]) -> list[Any]:
+    out: list[Any] = [None] * len(calls)
+    gate = threading.Barrier(len(calls))
+
+    def go(i: int) -> None:
+        gate.wait()
+        out[i] = calls[i]()
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def stop_all(procs: list[ServeProc]) -> None:
+    for p in procs:
+        p.stop()
+
+
+def test_replay_and_rate_limits_hold_across_processes(door: tuple[str, str], pg_url: str,
+                                                      tmp_path: Path) -> None:
+    name, did = door
+    procs = start_many(tmp_path, name, 2, "--dm-policy", "open", "--db", pg_url,
+                       "--rate-per-sender", "4", "--rate-total", "0")
+    try:
+        for _ in range(3):
+            once = send_request(SigningKey.generate(), did, "once")
+            answers = race([lambda p=p: p.rpc(once) for p in procs])
+            assert sorted(code_of(a) or 0 for a in answers) == [-32002, 0]
+        burst = SigningKey.generate()
+        answers = [procs[i % 2].rpc(send_request(burst, did, f"b{i}")) for i in range(7)]
+        assert [a["_status"] for a in answers] == [200] * 4 + [429] * 3
+    finally:
+        stop_all(procs)
+
+
+def test_grants_count_k_uses_across_processes_and_a_revoke_is_seen_by_all(
+        door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
+    name, did = door
+    issued = run_json("contact", "issue", "--as", name, "--uses", "3", "--db", pg_url)
+    assert issued[0] == 0
+    grant = issued[1]["grant"]
+    procs = start_many(tmp_path, name, 2, "--dm-policy", "closed", "--db", pg_url,
+                       "--rate-per-sender", "0", "--rate-total", "0")
+    try:
+        senders = [SigningKey.generate() for _ in range(8)]
+        bodies = [{"jsonrpc": "2.0", "id": i, "method": "contact/redeem",
+                   "params": redeem_params(s, grant, now=int(time.time()))}
+                  for i, s in enumerate(senders)]
+        answers = race([lambda i=i: procs[i % 2].rpc(bodies[i]) for i in range(8)])
+        opened = [i for i, a in enumerate(answers) if "result" in a]
+        assert len(opened) == 3, answers
+        assert all(code_of(a) == -32011 for a in answers if "result" not in a)
+        inside = senders[opened[0]]
+        assert "result" in procs[1].rpc(send_request(inside, did, "in"))
+        assert run("contact", "revoke", "--as", name, grant["id"], "--db", pg_url
+                   ).exit_code == 0
+        for p in procs:
+            assert code_of(p.rpc(send_request(inside, did, "after revoke"))) == -32011
+    finally:
+        stop_all(procs)
+
+
+def test_one_held_request_per_stranger_and_an_approval_applies_everywhere(
+        door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
+    name, did = door
+    procs = start_many(tmp_path, name, 2, "--dm-policy", "quarantine", "--db", pg_url)
+    try:
+        stranger = SigningKey.generate()
+        firsts = [send_request(stranger, did, f"hello {i}") for i in range(4)]
+        answers = race([lambda i=i: procs[i % 2].rpc(firsts[i]) for i in range(4)])
+        assert [code_of(a) for a in answers] == [-32014] * 4
+        ids = {a["error"]["data"]["requestId"] for a in answers}
+        assert len(ids) == 1
+        code, listed = run_json("op", "--as", name, "--db", pg_url, "requests", "list")
+        assert code == 0 and [r["id"] for r in listed["requests"]] == list(ids)
+        assert run("op", "--as", name, "--db", pg_url, "requests", "approve", ids.pop()
+                   ).exit_code == 0
+        for p in procs:
+            assert "result" in p.rpc(send_request(stranger, did, "approved now"))
+    finally:
+        stop_all(procs)
+
+
+def test_kill_9_mid_load_loses_nothing_accepted_and_delivers_nothing_twice(
+        door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
+    name, did = door
+    procs = start_many(tmp_path, name, 2, "--dm-policy", "open", "--db", pg_url,
+                       "--rate-per-sender", "0", "--rate-total", "0")
+    sender = SigningKey.generate()
+    messages = [send_request(sender, did, f"m{i}", mid=f"m-{i}") for i in range(120)]
+    accepted: list[str] = []
+    killed = threading.Event()
+
+    def load() -> None:
+        with httpx.Client() as client:
+            for i, body in enumerate(messages):
+                target = procs[i % 2]
+                if i == 40:
+                    os.kill(procs[0].proc.pid, signal.SIGKILL)
+                    killed.set()
+                for attempt in (target, procs[1]):  # a failed try goes to the survivor
+                    try:
+                        doc = attempt.rpc(body, client)
+                    except httpx.TransportError:
+                        continue
+                    if "result" in doc:
+                        accepted.append(body["params"]["message"]["messageId"])
+                    break
+
+    try:
+        load()
+        assert killed.is_set() and procs[0].proc.wait(timeout=10) == -signal.SIGKILL
+        store = open_door_store(did, pg_url)
+        try:
+            inbox = store.inbox(None)
+        finally:
+            store.close()
+        ids = [m["messageId"] for m in inbox]
+        assert len(ids) == len(set(ids)), "a message was delivered twice"
+        assert set(accepted) <= set(ids), "an accepted message was lost"
+        assert len(accepted) >= 100
+    finally:
+        stop_all(procs)
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found.update(int(c) for c in text)
+    return found
+
+
+def test_workers_share_one_port_and_a_lost_worker_is_started_again(
+        door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
+    name, did = door
+    proc = start_serve(tmp_path, name, "--dm-policy", "open", "--db", pg_url,
+                       "--workers", "2", "--rate-per-sender", "0", "--rate-total", "0")
+    try:
+        proc.wait_ready()
+        workers = _children(proc.proc.pid)
+        assert len(workers) == 2
+        sender = SigningKey.generate()
+        with httpx.Client() as client:  # new connections land on either worker
+            for i in range(6):
+                assert "result" in proc.rpc(send_request(sender, did, f"w{i}"), client)
+        victim = sorted(workers)[0]
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            now_workers = _children(proc.proc.pid)
+            if len(now_workers) == 2 and victim not in now_workers:
+                break
+            time.sleep(0.05)
+        assert len(now_workers) == 2 and victim not in now_workers
+        for i in range(4):
+            doc = httpx.post(proc.base + "/", json=send_request(sender, did, f"x{i}"),
+                             timeout=15).json()
+            assert "result" in doc
+        assert b"starting it again" in proc.log.read_bytes()
+    finally:
+        proc.stop()
+    assert proc.proc.returncode == 0
