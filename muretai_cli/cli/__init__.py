@@ -123,6 +123,12 @@ def _add_site(app: typer.Typer) -> None:
     app.add_typer(_site.app, name="site")
 
 
+def _add_relay(app: typer.Typer) -> None:
+    from muretai_cli.cli import _relay
+
+    app.add_typer(_relay.app, name="relay")
+
+
 def _add_domain(app: typer.Typer) -> None:
     from muretai_cli.cli import _domain
 
@@ -155,6 +161,7 @@ _REGISTER: dict[str, Callable[[typer.Typer], None]] = {
     "op": _add_op,
     "conventions": _add_conventions,
     "serve": _add_serve,
+    "relay": _add_relay,
     "domain": _add_domain,
     "db": _add_db,
     "site": _add_site,

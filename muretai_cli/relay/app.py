@@ -11,12 +11,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from starlette.applications import Starlette
 
 from muretai_cli.relay.core import JSON_HEADERS, Headers, Relay, log, refusal_answer
+
+if TYPE_CHECKING:
+    import socket
+
+    import uvicorn
+
+    from muretai_cli.relay.core import RelayConfig
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -173,4 +180,24 @@ def build_app(relay: Relay) -> Starlette:
     return app
 
 
-__all__ = ["JSON_HEADERS", "RelayHTTP", "build_app", "read_body"]
+def server_for(app: Starlette, config: RelayConfig, *, host: str, port: int,
+               http: str = "auto") -> tuple[uvicorn.Server, socket.socket]:
+    """A uvicorn server for ``app`` and the socket it will serve, bound to ``host:port``."""
+    import socket
+
+    import uvicorn
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.set_inheritable(True)
+    server = uvicorn.Server(uvicorn.Config(
+        app, host=host, port=sock.getsockname()[1], http=http, lifespan="on",
+        access_log=False, log_level="warning", timeout_keep_alive=5, server_header=False,
+        date_header=False, proxy_headers=False,
+        limit_concurrency=config.max_connections or None))
+    return server, sock
+
+
+__all__ = ["JSON_HEADERS", "RelayHTTP", "build_app", "read_body", "server_for"]

@@ -1,0 +1,94 @@
+"""``muretai relay serve``: a blind store-and-forward relay for many DIDs.
+
+starlette, uvicorn and the database layer are imported inside the command, never at CLI
+import time.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from muretai_cli.cli._out import handles_errors, note, safe
+from muretai_cli.errors import InputError
+
+app = typer.Typer(no_args_is_help=True, help="Run a blind relay: sealed DMs for many DIDs.")
+
+
+@app.command("serve")
+@handles_errors
+def serve(
+    url: Annotated[str, typer.Option("--url", help="The relay's public URL (https, or http on "
+                                                   "loopback); routes hang off its path and "
+                                                   "listen tokens name its origin.")],
+    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to bind (0: any free port).")] = 8790,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="SQLite file or postgresql:// URL (default: $MURETAI_HOME/relay/"
+                     "relay.sqlite3).")] = None,
+    max_body: Annotated[int, typer.Option("--max-body", help="Largest request body, bytes.")]
+    = 512 * 1024,
+    max_blob: Annotated[int, typer.Option("--max-blob", help="Largest blob, base64 characters.")]
+    = 256 * 1024,
+    rate_per_sender: Annotated[int, typer.Option(
+        "--rate-per-sender", help="Deposits per minute per sender (0 disables).")] = 60,
+    rate_per_mailbox: Annotated[int, typer.Option(
+        "--rate-per-mailbox", help="Deposits per minute into one mailbox (0 disables).")] = 600,
+    max_waiting: Annotated[int, typer.Option(
+        "--max-waiting", help="Undelivered messages per DID; past it, 507.")] = 1000,
+    expire: Annotated[str, typer.Option(
+        "--expire", help="Drop undelivered messages after this long: 12h, 7d, 2w.")] = "7d",
+    max_connections: Annotated[int, typer.Option(
+        "--max-connections", help="Open connections at once, held listens included; past it "
+                                  "the relay answers HTTP 503 (0 disables).")] = 1000,
+    durable: Annotated[bool, typer.Option(
+        "--durable", help="synchronous=FULL: commits also survive power loss.")] = False,
+    slow_seconds: Annotated[float, typer.Option(
+        "--slow-seconds", help="One deadline for a request's head and body.")] = 10.0,
+    http: Annotated[str, typer.Option(
+        "--http", hidden=True, help="HTTP parser: auto | httptools | h11.")] = "auto",
+) -> None:
+    """Serve send, listen, ack and card for any DID. The relay never sees text."""
+    from muretai_cli.durations import parse_duration
+    from muretai_cli.urls import parse_base_url
+
+    for flag, value in (("--max-body", max_body), ("--max-blob", max_blob),
+                        ("--max-waiting", max_waiting)):
+        if value < 1:
+            raise InputError("bad-limit", f"{flag} is a positive whole number")
+    for flag, value in (("--rate-per-sender", rate_per_sender),
+                        ("--rate-per-mailbox", rate_per_mailbox),
+                        ("--max-connections", max_connections)):
+        if value < 0:
+            raise InputError("bad-limit", f"{flag} is a whole number; 0 disables")
+    if not 0 < slow_seconds <= 300:
+        raise InputError("bad-limit", "--slow-seconds is more than 0 and at most 300")
+    if not 0 <= port <= 65535:
+        raise InputError("bad-port", f"--port {port} is outside 0-65535")
+    base = parse_base_url(url)
+    if base.text != url:
+        note(f"serving as {base.text} (the canonical form of {safe(url)})")
+
+    from muretai_cli.relay.app import build_app, server_for
+    from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
+    from muretai_cli.relay.store import RelayStore
+
+    limits = RelayLimits(max_body=max_body, max_blob=max_blob, per_sender=rate_per_sender,
+                         per_mailbox=rate_per_mailbox, max_waiting=max_waiting,
+                         expire_seconds=parse_duration(expire, name="--expire"))
+    config = RelayConfig(url=base, limits=limits, slow_seconds=slow_seconds,
+                         max_connections=max_connections, durable=durable)
+    store = RelayStore.open(db, durable=durable)
+    relay = Relay(config, store)
+    try:
+        server, sock = server_for(build_app(relay), config, host=host, port=port, http=http)
+    except OSError as exc:
+        store.close()
+        raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}") \
+            from None
+    bound = sock.getsockname()
+    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    note(f"relay listening on http://{shown}:{bound[1]} for {base.text} "
+         f"(tokens name {base.origin}; db {store.db.describe()})")
+    server.run(sockets=[sock])
