@@ -53,8 +53,9 @@ def ed25519_verifies_per_second(seconds: float = 1.0) -> float:
     return count / seconds
 
 
-def request_bytes(body: bytes) -> bytes:
-    return (b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+def request_bytes(body: bytes, path: bytes = b"/") -> bytes:
+    return (b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\n"
             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
 
 
@@ -76,7 +77,8 @@ def read_response(sock: socket.socket, buf: bytearray) -> tuple[int, bytes]:
     return int(head.split(b" ", 2)[1]), rest[:length]
 
 
-def client(port: int, requests: list[bytes], latencies: list[float], outcomes: list[int]) -> None:
+def client(port: int, requests: list[bytes], latencies: list[float], outcomes: list[int],
+           accepted: bytes = b'"result"') -> None:
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     buf = bytearray()
@@ -85,20 +87,27 @@ def client(port: int, requests: list[bytes], latencies: list[float], outcomes: l
         sock.sendall(raw)
         status, body = read_response(sock, buf)
         latencies.append(time.perf_counter() - started)
-        outcomes.append(1 if status == 200 and b'"result"' in body else 0)
+        outcomes.append(1 if status == 200 and accepted in body else 0)
     sock.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--messages", type=int, default=6000)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--senders", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=400)
     parser.add_argument("--http", default="auto", help="the door's parser: auto|httptools|h11")
     parser.add_argument("--durable", action="store_true", help="serve --durable (fsync each)")
-    args = parser.parse_args()
 
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    print(json.dumps(run_door(parser.parse_args())))
+
+
+def run_door(args: argparse.Namespace) -> dict[str, object]:
+    """Run a real door under load; its figures (also summarised on stderr)."""
     home = tempfile.mkdtemp(prefix="muretai-bench-")
     env = {**os.environ, "MURETAI_HOME": home}
     subprocess.run([sys.executable, "-m", "muretai_cli", "id", "new", "door"], env=env,
@@ -176,7 +185,7 @@ def main() -> None:
               f"{summary['p99_ms']} ms; server CPU {summary['server_cpu_ms_per_accepted']} ms "
               f"per accepted; raw Ed25519 {summary['ed25519_verifies_per_s']} verifies/s",
               file=sys.stderr)
-        print(json.dumps(summary))
+        return summary
     finally:
         proc.terminate()
         try:
