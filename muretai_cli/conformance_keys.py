@@ -13,7 +13,7 @@ from typing import Any
 
 from muretai_cli.artifacts._signed import object_payload, verify_object
 from muretai_cli.artifacts.binding import v1_payload, v2_payload, verify_binding
-from muretai_cli.artifacts.invite import accept_claim, parse_exp, verify_invite
+from muretai_cli.artifacts.invite import Claim, accept_claim, parse_exp, verify_invite
 from muretai_cli.artifacts.keystate import Resolution, resolve_op_did
 from muretai_cli.artifacts.ownerstate import signed_payload as owner_payload
 from muretai_cli.artifacts.ownerstate import verify_owner_state
@@ -142,8 +142,9 @@ def reject_claim(doc: dict[str, Any]) -> Cases:
     still present a nonce this inviter issued (here: none was issued)."""
     out: Cases = []
 
-    def nothing_issued(nonce: str) -> None:
-        raise Refused("unknown-nonce", f"no invite with nonce {nonce[:40]!r} was issued here")
+    def nothing_issued(claim: Claim) -> None:
+        raise Refused("unknown-nonce", f"no invite with nonce {claim.nonce[:40]!r} was issued "
+                                       "here")
 
     def judge(c: dict[str, Any]) -> None:
         message = c["input"]["message"]

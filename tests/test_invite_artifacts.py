@@ -132,7 +132,7 @@ def test_a_claim_without_a_binding_is_read_and_flagged() -> None:
 
 
 def test_accept_claim_spends_only_after_the_signature() -> None:
-    spent: list[str] = []
+    spent: list[Any] = []
     claim = claim_for(card())
     forged = copy.deepcopy(claim)
     forged["message"]["sig"] = STRANGER.sign(b"x")
@@ -140,7 +140,7 @@ def test_accept_claim_spends_only_after_the_signature() -> None:
         accept_claim(forged, inviter_did=INVITER.did, now=NOW, spend=spent.append)
     assert spent == []
     accept_claim(claim, inviter_did=INVITER.did, now=NOW, spend=spent.append)
-    assert spent == [claim["nonce"]]
+    assert [c.nonce for c in spent] == [claim["nonce"]]
 
 
 json_values = st.recursive(

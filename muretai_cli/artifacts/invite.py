@@ -247,10 +247,10 @@ def verify_claim(obj: object, *, inviter_did: str, now: int, window: int = CLAIM
 
 
 def accept_claim(obj: object, *, inviter_did: str, now: int,
-                 spend: Callable[[str], None]) -> Claim:
-    """``verify_claim``, then ``spend`` the nonce (the inviter's store: issued by this
+                 spend: Callable[[Claim], None]) -> Claim:
+    """``verify_claim``, then ``spend`` its nonce (the inviter's store: issued by this
     identity, unexpired, a use left, spent atomically; it raises ``Refused`` otherwise).
-    Nothing about the joiner may be written before this returns."""
+    Nothing about the joiner is written unless the signature verified first."""
     claim = verify_claim(obj, inviter_did=inviter_did, now=now)
-    spend(claim.nonce)
+    spend(claim)
     return claim

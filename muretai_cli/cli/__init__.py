@@ -141,6 +141,18 @@ def _add_db(app: typer.Typer) -> None:
     app.add_typer(_db.app, name="db")
 
 
+def _add_invite(app: typer.Typer) -> None:
+    from muretai_cli.cli import _invite
+
+    _invite.register(app)
+
+
+def _add_join(app: typer.Typer) -> None:
+    from muretai_cli.cli import _invite
+
+    _invite.register_join(app)
+
+
 def _add_demo(app: typer.Typer) -> None:
     from muretai_cli.cli import _demo
 
@@ -165,6 +177,8 @@ _REGISTER: dict[str, Callable[[typer.Typer], None]] = {
     "domain": _add_domain,
     "db": _add_db,
     "site": _add_site,
+    "invite": _add_invite,
+    "join": _add_join,
     "demo": _add_demo,
 }
 

@@ -198,6 +198,8 @@ class Door:
             now = int(self.clock())
             if method == "message/send":
                 result = self._message(params, now)
+            elif method == "onboard/claim":
+                result = self._claim(params, now)
             else:
                 result = self._redeem(params, now)
             return 200, _dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode(), \
@@ -302,6 +304,18 @@ class Door:
         except MuretaiError as exc:
             raise ladder.refused(-32011, exc) from None
         return {"ok": True, "expires": expires, "grantId": checked["id"]}
+
+
+    # -- onboard/claim: the answer to an invite this identity issued (inbox/claims.py) --------
+    def _claim(self, params: dict[str, Any], now: int) -> dict[str, Any]:
+        from muretai_cli.inbox.claims import process_claim, rpc_code
+
+        try:
+            return process_claim(params, me=self.did, store=self.store, now=now).to_json()
+        except DatabaseUnavailable:
+            raise
+        except MuretaiError as exc:
+            raise ladder.refused(rpc_code(exc.code), exc) from None
 
 
 def terms(did: str, endpoint: str, policy: str) -> dict[str, Any]:

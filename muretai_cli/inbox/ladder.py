@@ -17,7 +17,7 @@ MAX_BODY = 1024 * 1024
 MAX_TEXT = 64 * 1024
 MAX_ID = 256  # characters of messageId and of contextId (the seam's cap on messageId)
 WINDOW = 300
-METHODS = ("message/send", "contact/redeem")
+METHODS = ("message/send", "contact/redeem", "onboard/claim")
 MAX_SAFE = 2**53
 
 MESSAGES = {

@@ -1,0 +1,237 @@
+"""``muretai invite create|list|revoke|verify`` and ``muretai join``: meeting through an invite."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from muretai_cli.cli._db import DbOpt
+from muretai_cli.cli._door import load_identity, open_store
+from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, note, safe, say
+from muretai_cli.cli._visitout import (
+    DEFAULT_MAX_BYTES,
+    MaxBytesOpt,
+    TimeoutOpt,
+    make_client,
+    progress,
+)
+
+if TYPE_CHECKING:
+    from muretai_cli.artifacts.invite import Invite
+
+app = typer.Typer(no_args_is_help=True, help="Invite someone: a signed card they answer with "
+                                             "a claim, after which each holds the other.")
+
+AsOpt = Annotated[str, typer.Option("--as", help="Your identity.")]
+InviteArg = Annotated[str, typer.Argument(
+    help="The invite: its muretai:invite:… text, a file holding it (or its JSON), or -.")]
+NowOpt = Annotated[int | None, typer.Option(
+    "--now", help="Judge at this epoch second instead of the clock.", show_default=False)]
+
+
+def _clock(now: int | None) -> int:
+    return int(time.time()) if now is None else now
+
+
+def _read(arg: str) -> object:
+    """The invite an argument names: pasted text, a file, or stdin."""
+    from muretai_cli.artifacts.invite import INVITE_PREFIX, MAX_INVITE_TEXT, read_invite
+    from muretai_cli.cli._out import read_input
+
+    if arg.startswith(INVITE_PREFIX):
+        return read_invite(arg)
+    return read_invite(read_input(arg, limit=MAX_INVITE_TEXT))
+
+
+def _describe(invite: Invite) -> str:
+    where = ", ".join(f"{k} {safe(v)}" for k, v in (("door", invite.url),
+                                                    ("relay", invite.relay)) if v)
+    return f"{invite.did} ({safe(invite.name)!r}) via {where or 'no address'}"
+
+
+@app.command("create")
+@handles_errors
+def create(
+    as_: AsOpt,
+    ttl: Annotated[str, typer.Option("--ttl", help="How long it stays valid (7d, 12h, …).")
+                   ] = "7d",
+    uses: Annotated[int, typer.Option("--uses", min=1, help="How many people may use it.")
+                    ] = 1,
+    name: Annotated[str | None, typer.Option("--name", help="The name it shows (default: the "
+                                             "identity's).", show_default=False)] = None,
+    url: Annotated[str | None, typer.Option("--url", help="Your door's public base URL.",
+                                            show_default=False)] = None,
+    relay: Annotated[str | None, typer.Option("--relay", help="Your relay's base URL.",
+                                              show_default=False)] = None,
+    db: DbOpt = None,
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Sign an invite card (a fresh 128-bit nonce) and keep its nonce, uses and expiry.
+
+    Prints the card's JSON and its one-line paste form muretai:invite:…
+    """
+    from muretai_cli.artifacts.invite import invite_text, mint_invite
+    from muretai_cli.durations import parse_duration
+    from muretai_cli.inbox.invites import InviteStore
+    from muretai_cli.urls import parse_base_url
+
+    ident = load_identity(as_, keys)
+    key = ident.signing_key()
+    now = int(time.time())
+    exp = now + parse_duration(ttl, name="--ttl")
+    door = parse_base_url(url).text if url else ""
+    relay_url = parse_base_url(relay).text if relay else None
+    card = mint_invite(key, name=name or ident.name, exp=exp, url=door, relay=relay_url,
+                       enc_pub=key.enc_pub)
+    store = open_store(ident, db)
+    try:
+        row = InviteStore(store.db).add(card, uses=uses, exp=exp, now=now)
+    finally:
+        store.close()
+    text = invite_text(card)
+    if json_out:
+        emit_json({"ok": True, "invite": card, "text": text, **row.to_json(now)})
+        return
+    say(json.dumps(card, ensure_ascii=False))
+    say(text)
+    note(f"invite {row.nonce}: {uses} use(s), expires {card['exp']}")
+
+
+@app.command("list")
+@handles_errors
+def list_(as_: AsOpt, all_: Annotated[bool, typer.Option(
+        "--all", help="Also those expired, used up or revoked.")] = False,
+          db: DbOpt = None, keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
+    """The invites you issued that can still be used: nonce, uses left, expiry."""
+    from muretai_cli.inbox.invites import InviteStore
+
+    ident = load_identity(as_, keys)
+    store = open_store(ident, db)
+    try:
+        rows = InviteStore(store.db).invites()
+    finally:
+        store.close()
+    now = int(time.time())
+    shown = [r for r in rows if all_ or r.state(now) == "live"]
+    if json_out:
+        emit_json({"ok": True, "as": ident.name, "invites": [r.to_json(now) for r in shown]})
+        return
+    for r in shown:
+        say(f"{r.nonce}\t{r.state(now)}\t{max(0, r.uses - r.used)} left\t"
+            f"{r.card.get('exp')}\t{safe(r.card.get('name'))}")
+    if not shown:
+        note(f"{ident.name} has no live invites")
+
+
+@app.command("revoke")
+@handles_errors
+def revoke(as_: AsOpt, nonce: Annotated[str, typer.Argument(help="The invite's nonce.")],
+           db: DbOpt = None, keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
+    """Revoke an invite: a claim presenting its nonce is refused from now on."""
+    from muretai_cli.inbox.invites import InviteStore
+
+    ident = load_identity(as_, keys)
+    store = open_store(ident, db)
+    try:
+        row = InviteStore(store.db).revoke(nonce, int(time.time()))
+    finally:
+        store.close()
+    if json_out:
+        emit_json({"ok": True, **row.to_json(int(time.time()))})
+        return
+    say(f"{row.nonce}\trevoked")
+
+
+@app.command("verify")
+@handles_errors
+def verify(invite: InviteArg, now: NowOpt = None, json_out: JsonOpt = False) -> None:
+    """Check an invite offline: the signature under the DID it names, and its expiry."""
+    from muretai_cli.artifacts.invite import verify_invite
+
+    got = verify_invite(_read(invite), now=_clock(now))
+    if json_out:
+        emit_json({"ok": True, "did": got.did, "name": got.name, "url": got.url or None,
+                   "relay": got.relay, "encPub": got.enc_pub, "nonce": got.nonce,
+                   "exp": got.exp})
+        return
+    say(f"ok    invite from {_describe(got)}, expires {got.card.get('exp')}")
+
+
+@handles_errors
+def join(
+    invite: InviteArg,
+    as_: AsOpt,
+    message: Annotated[str | None, typer.Option("--message", help="A first message to send "
+                                                "once the claim is accepted.",
+                                                show_default=False)] = None,
+    name: Annotated[str | None, typer.Option("--name", help="The name you give (default: "
+                                             "your identity's).", show_default=False)] = None,
+    db: DbOpt = None,
+    timeout: TimeoutOpt = "30",
+    max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Answer an invite: verify it, keep the inviter as a contact, send the signed claim."""
+    from muretai_cli.artifacts.invite import build_claim, verify_invite
+    from muretai_cli.errors import InputError
+    from muretai_cli.home import ConnectionStore
+    from muretai_cli.inbox.invites import Contact, InviteStore
+    from muretai_cli.urls import parse_base_url
+    from muretai_cli.visit.join import claim_at_door
+
+    now = int(time.time())
+    got = verify_invite(_read(invite), now=now)
+    ident = load_identity(as_, keys)
+    if got.did == ident.did:
+        raise InputError("own-invite", "this invite is your own")
+    key = ident.signing_key()
+    if not got.url:
+        raise InputError("relay-not-supported", "this invite names only a relay; joining "
+                                                "through a relay is not available in this "
+                                                "muretai yet", hint="ask for an invite that "
+                                                "names a door url")
+    endpoint = parse_base_url(got.url).text
+    store = open_store(ident, db)
+    try:
+        known = InviteStore(store.db).add_contact(Contact(
+            got.did, got.name, got.relay, got.enc_pub, endpoint, now, "joined-invite"))
+        if store.sender_status(got.did) not in ("allowed", "approved"):
+            store.set_sender(got.did, "allowed", now)
+    finally:
+        store.close()
+    claim = build_claim(key, invite=got, name=name or ident.name, now=now,
+                        enc_pub=key.enc_pub)
+    out: dict[str, Any] = {"ok": True, "inviter": got.did, "name": got.name,
+                           "via": endpoint, "newContact": known}
+    with make_client(timeout, max_bytes) as client, progress(f"claiming at {endpoint}"):
+        out["claim"] = claim_at_door(client, endpoint, claim)
+        if message:
+            from muretai_cli.visit.dm import contact_and_dm
+
+            report = contact_and_dm(key, got.did, message, client=client, now=now,
+                                    connections=ConnectionStore(key.did), connect=endpoint)
+            out["message"] = report.to_json()
+            out["ok"] = report.exit_code == 0
+    if json_out:
+        emit_json(out)
+    else:
+        say(f"joined {_describe(got)}")
+        if "message" in out:
+            verdict = "delivered, reply verified" if out["ok"] else "sent; reply NOT verified"
+            say(f"message {verdict}")
+    if not out["ok"]:
+        raise typer.Exit(1)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="invite")
+
+
+def register_join(root: typer.Typer) -> None:
+    root.command("join")(join)
+

@@ -1,0 +1,65 @@
+"""An inviter receiving an ``onboard/claim``, whichever way it came (door or relay drain).
+
+The order is the rule: the claim's signature (its signer is ``from``, addressed to me),
+freshness and the binding of its side fields; then the nonce, which must be one THIS identity
+issued, unexpired, with a use left, spent atomically together with recording the joiner as a
+contact; only then is the joiner an allowed sender. Anything that fails changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from muretai_cli.artifacts.invite import Claim, accept_claim
+from muretai_cli.errors import Refused
+from muretai_cli.inbox.invites import Contact, InviteStore
+
+if TYPE_CHECKING:
+    from muretai_cli.inbox.store import DoorStore
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """A claim that was honoured: who joined, under what name, and whether it is new."""
+
+    claim: Claim
+    new_contact: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": True, "joiner": self.claim.from_did, "name": self.claim.name,
+                "newContact": self.new_contact,
+                "notes": [{"code": n.code, "message": n.detail} for n in self.claim.notes]}
+
+
+def process_claim(obj: object, *, me: str, store: DoorStore, now: int) -> Joined:
+    """Honour a claim for the identity ``me`` or raise ``Refused`` having changed nothing.
+
+    A sender the owner blocked stays blocked: the claim is refused (``blocked``) before its
+    nonce is spent.
+    """
+    invites = InviteStore(store.db)
+    outcome: list[bool] = []
+
+    def spend(claim: Claim) -> None:
+        if store.sender_status(claim.from_did) == "blocked":
+            raise Refused("blocked", "the owner blocked this sender")
+        joiner = Contact(claim.from_did, claim.name, claim.relay, claim.enc_pub, claim.url,
+                         now, "claimed-invite")
+        outcome.append(invites.redeem(claim.nonce, joiner, now))
+
+    claim = accept_claim(obj, inviter_did=me, now=now, spend=spend)
+    if store.sender_status(claim.from_did) not in ("allowed", "approved"):
+        store.set_sender(claim.from_did, "allowed", now)
+    return Joined(claim, outcome[0])
+
+
+_RPC_CODES = {"wrong-recipient": -32003, "stale": -32002, "from-the-future": -32002,
+              "blocked": -32010, "malformed-claim": -32602, "claim-fields-altered": -32602,
+              "unknown-nonce": -32011, "revoked-invite": -32011, "expired-invite": -32011,
+              "invite-used-up": -32011}
+
+
+def rpc_code(reason: str) -> int:
+    """The door's JSON-RPC code for a refused claim (-32001, the signature, by default)."""
+    return _RPC_CODES.get(reason, -32001)

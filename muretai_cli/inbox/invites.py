@@ -1,0 +1,162 @@
+"""Invites an identity issued, and the contacts invites made, in the identity's own database.
+
+A store of its own (``invites``, versioned apart from the door's tables) on the same database
+as the identity's ``DoorStore``: SQLite file or PostgreSQL schema alike. All its SQL is here.
+
+    invites   nonce, the signed card, uses, used, exp, created, revoked
+    claims    one row per (nonce, joiner): what counts a use (a retried claim counts once)
+    contacts  did, the name it gave (its own words), relay, enc_pub, url, since, how
+
+A use is spent in one exclusive transaction, so two claims racing for the last use cannot
+both win. A contact is inserted, never overwritten: a claim never changes the relay or
+``enc_pub`` of someone already known.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from muretai_cli.errors import InputError, Refused
+
+if TYPE_CHECKING:
+    from muretai_cli.db import Database, Schema, Tx
+
+_V1 = """
+CREATE TABLE invites (
+  nonce TEXT PRIMARY KEY, card TEXT NOT NULL, uses {int} NOT NULL, used {int} NOT NULL DEFAULT 0,
+  exp {int} NOT NULL, created {int} NOT NULL, revoked {int});
+CREATE TABLE invite_claims (
+  nonce TEXT NOT NULL, joiner TEXT NOT NULL, at {int} NOT NULL, PRIMARY KEY (nonce, joiner));
+CREATE TABLE contacts (
+  did TEXT PRIMARY KEY, name TEXT NOT NULL, relay TEXT, enc_pub TEXT, url TEXT,
+  since {int} NOT NULL, how TEXT NOT NULL)
+"""
+
+
+def invite_schema() -> Schema:
+    from muretai_cli.db import Schema
+
+    return Schema("invites", (_V1,))
+
+
+@dataclass(frozen=True, slots=True)
+class InviteRow:
+    nonce: str
+    card: dict[str, Any]
+    uses: int
+    used: int
+    exp: int
+    created: int
+    revoked: int | None
+
+    def state(self, now: int) -> str:
+        if self.revoked is not None:
+            return "revoked"
+        if self.exp <= now:
+            return "expired"
+        return "used-up" if self.used >= self.uses else "live"
+
+    def to_json(self, now: int) -> dict[str, Any]:
+        return {"nonce": self.nonce, "uses": self.uses, "usesLeft": max(0, self.uses - self.used),
+                "exp": self.exp, "created": self.created, "revoked": self.revoked,
+                "state": self.state(now), "name": self.card.get("name")}
+
+
+@dataclass(frozen=True, slots=True)
+class Contact:
+    did: str
+    name: str
+    relay: str | None
+    enc_pub: str | None
+    url: str | None
+    since: int
+    how: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"did": self.did, "name": self.name, "relay": self.relay, "encPub": self.enc_pub,
+                "url": self.url, "since": self.since, "how": self.how}
+
+
+class InviteStore:
+    """The invites, claims and contacts of one identity, on its database (created on open)."""
+
+    def __init__(self, db: Database) -> None:
+        from muretai_cli.db import upgrade
+
+        self.db = db
+        upgrade(db, invite_schema())
+
+    def add(self, card: dict[str, Any], *, uses: int, exp: int, now: int) -> InviteRow:
+        if isinstance(uses, bool) or not isinstance(uses, int) or uses < 1:
+            raise InputError("bad-uses", "--uses is a whole number of at least 1")
+        with self.db.transaction() as tx:
+            tx.execute("INSERT INTO invites (nonce, card, uses, exp, created) "
+                       "VALUES (?, ?, ?, ?, ?)",
+                       (card["nonce"], json.dumps(card, sort_keys=True), uses, exp, now))
+        return InviteRow(card["nonce"], card, uses, 0, exp, now, None)
+
+    def _of(self, row: tuple[Any, ...]) -> InviteRow:
+        return InviteRow(row[0], json.loads(row[1]), row[2], row[3], row[4], row[5], row[6])
+
+    def invites(self) -> list[InviteRow]:
+        return [self._of(r) for r in self.db.all(
+            "SELECT nonce, card, uses, used, exp, created, revoked FROM invites "
+            "ORDER BY created DESC, nonce")]
+
+    def revoke(self, nonce: str, now: int) -> InviteRow:
+        with self.db.transaction() as tx:
+            tx.execute("UPDATE invites SET revoked=? WHERE nonce=? AND revoked IS NULL",
+                       (now, nonce))
+            row = tx.one("SELECT nonce, card, uses, used, exp, created, revoked FROM invites "
+                         "WHERE nonce=?", (nonce,))
+        if row is None:
+            raise InputError("no-such-invite", f"no invite with nonce {nonce[:64]!r}",
+                             hint="list them with `muretai invite list --as NAME`")
+        return self._of(row)
+
+    def redeem(self, nonce: str, joiner: Contact, now: int) -> bool:
+        """Spend one use of ``nonce`` for ``joiner`` and record the joiner as a contact, in
+        one exclusive transaction; returns whether the contact is new. A joiner claiming the
+        same invite again spends nothing more. ``Refused``: ``unknown-nonce``,
+        ``revoked-invite``, ``expired-invite``, ``invite-used-up``."""
+        with self.db.transaction() as tx:
+            row = tx.one("SELECT uses, used, exp, revoked FROM invites WHERE nonce=?", (nonce,))
+            if row is None:
+                raise Refused("unknown-nonce", "no invite with that nonce was issued here")
+            uses, used, exp, revoked = row
+            if revoked is not None:
+                raise Refused("revoked-invite", "the invite was revoked")
+            if exp <= now:
+                raise Refused("expired-invite", "the invite has expired")
+            again = tx.one("SELECT 1 FROM invite_claims WHERE nonce=? AND joiner=?",
+                           (nonce, joiner.did))
+            if again is None:
+                if used >= uses:
+                    raise Refused("invite-used-up", "the invite has no uses left")
+                tx.execute("UPDATE invites SET used=used+1 WHERE nonce=?", (nonce,))
+                tx.execute("INSERT INTO invite_claims (nonce, joiner, at) VALUES (?, ?, ?)",
+                           (nonce, joiner.did, now))
+            return self._insert_contact(tx, joiner)
+
+    def _insert_contact(self, tx: Tx, contact: Contact) -> bool:
+        return bool(tx.all(
+            "INSERT INTO contacts (did, name, relay, enc_pub, url, since, how) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (did) DO NOTHING RETURNING did",
+            (contact.did, contact.name, contact.relay, contact.enc_pub, contact.url,
+             contact.since, contact.how)))
+
+    def add_contact(self, contact: Contact) -> bool:
+        """Record a contact unless one is known for that DID (never overwritten)."""
+        with self.db.transaction() as tx:
+            return self._insert_contact(tx, contact)
+
+    def contact(self, did: str) -> Contact | None:
+        row = self.db.one("SELECT did, name, relay, enc_pub, url, since, how FROM contacts "
+                          "WHERE did=?", (did,))
+        return Contact(*row) if row else None
+
+    def contacts(self) -> list[Contact]:
+        return [Contact(*r) for r in self.db.all(
+            "SELECT did, name, relay, enc_pub, url, since, how FROM contacts ORDER BY since, did")]

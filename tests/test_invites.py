@@ -1,0 +1,257 @@
+"""Invites end to end: create/list/revoke/verify, claims at the inviter, join through a door."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from muretai_cli.artifacts.invite import build_claim, claim_binding, mint_invite, verify_invite
+from muretai_cli.errors import Refused
+from muretai_cli.home import KeyStore, keys_dir
+from muretai_cli.inbox.claims import process_claim
+from muretai_cli.inbox.invites import Contact, InviteStore
+from muretai_cli.inbox.store import DoorStore, db_path
+from muretai_cli.seam import SigningKey, sign_envelope
+from tests.cli_helpers import new_identity, run, run_json
+from tests.door_helpers import code_of, live_door
+
+
+def _key(name: str) -> SigningKey:
+    store = KeyStore(keys_dir())
+    ident = store.load(name) if store.path_of(name).exists() else store.create(name)
+    return ident.signing_key()
+
+
+def _store(key: SigningKey) -> DoorStore:
+    return DoorStore(db_path(key.did))
+
+
+def _issue(inviter: SigningKey, *, uses: int = 1, ttl: int = 3600) -> dict[str, Any]:
+    now = int(time.time())
+    card = mint_invite(inviter, name="Ines", exp=now + ttl, url="http://127.0.0.1:9/",
+                       enc_pub=inviter.enc_pub)
+    store = _store(inviter)
+    InviteStore(store.db).add(card, uses=uses, exp=now + ttl, now=now)
+    store.close()
+    return card
+
+
+def _claim(joiner: SigningKey, card: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    now = int(time.time())
+    invite = verify_invite(card, now=now)
+    return build_claim(joiner, invite=invite, name=kw.pop("name", "Jo"), now=now,
+                       enc_pub=joiner.enc_pub, **kw)
+
+
+def _raw_claim(joiner: SigningKey, to: str, nonce: str) -> dict[str, Any]:
+    """A well-signed claim to ``to`` presenting any nonce (no invite needed to write one)."""
+    context = claim_binding(nonce=nonce, name="Jo", enc_pub=None, relay=None, url=None)
+    message = sign_envelope(joiner, to=to, text="onboard/claim", timestamp=int(time.time()),
+                            context_id=context)
+    return {"method": "onboard/claim", "message": message, "nonce": nonce, "name": "Jo"}
+
+
+def _refused(claim: object, inviter: SigningKey, *, later: int = 0) -> str:
+    store = _store(inviter)
+    try:
+        with pytest.raises(Refused) as info:
+            process_claim(claim, me=inviter.did, store=store, now=int(time.time()) + later)
+    finally:
+        store.close()
+    return info.value.code
+
+
+def _state(inviter: SigningKey, joiner: SigningKey) -> tuple[Any, ...]:
+    store = _store(inviter)
+    try:
+        inv = InviteStore(store.db)
+        return (inv.contact(joiner.did), store.sender_status(joiner.did),
+                [(r.nonce, r.used) for r in inv.invites()])
+    finally:
+        store.close()
+
+
+# -- the inviter's side ---------------------------------------------------------------------
+
+
+def test_a_claim_makes_the_joiner_a_contact_and_an_allowed_sender() -> None:
+    ines, jo = _key("ines"), _key("jo")
+    card = _issue(ines)
+    store = _store(ines)
+    joined = process_claim(_claim(jo, card), me=ines.did, store=store, now=int(time.time()))
+    store.close()
+    assert joined.new_contact and joined.claim.name == "Jo"
+    contact, status, invites = _state(ines, jo)
+    assert contact.name == "Jo" and contact.enc_pub == jo.enc_pub and status == "allowed"
+    assert invites == [(card["nonce"], 1)]
+
+
+def test_failing_claims_change_nothing() -> None:
+    ines, jo, eve = _key("ines"), _key("jo"), _key("eve")
+    card = _issue(ines)
+    before = _state(ines, jo)
+    unsigned = copy.deepcopy(_claim(jo, card))
+    unsigned["message"]["sig"] = eve.sign(b"x")
+    assert _refused(unsigned, ines) == "bad-signature"
+    assert _refused({**_claim(jo, card), "nonce": "f" * 32}, ines) == "claim-fields-altered"
+    foreign = _issue(_key("otto"))   # a nonce another identity issued
+    assert _refused(_claim(jo, foreign), ines) == "wrong-recipient"
+    assert _refused(_raw_claim(jo, ines.did, foreign["nonce"]), ines) == "unknown-nonce"
+    assert _state(ines, jo) == before
+
+
+def test_expired_revoked_and_used_up_invites_are_refused() -> None:
+    ines, jo, kim = _key("ines"), _key("jo"), _key("kim")
+    card = _issue(ines)
+    store = _store(ines)
+    InviteStore(store.db).revoke(card["nonce"], int(time.time()))
+    store.close()
+    assert _refused(_claim(jo, card), ines) == "revoked-invite"
+    card = _issue(ines, uses=1)
+    store = _store(ines)
+    process_claim(_claim(jo, card), me=ines.did, store=store, now=int(time.time()))
+    # the same joiner again spends nothing more; another one finds it used up
+    process_claim(_claim(jo, card), me=ines.did, store=store, now=int(time.time()))
+    store.close()
+    assert _refused(_claim(kim, card), ines) == "invite-used-up"
+    assert _state(ines, kim)[0] is None and _state(ines, kim)[1] is None
+    short = _issue(ines, ttl=1)
+    assert _refused(_claim(jo, short), ines, later=2) == "expired-invite"
+
+
+def test_a_claim_never_overwrites_a_known_contact() -> None:
+    ines, jo = _key("ines"), _key("jo")
+    store = _store(ines)
+    InviteStore(store.db).add_contact(Contact(jo.did, "Jo", "https://relay.one", "a" * 64,
+                                              None, 1, "joined-invite"))
+    store.close()
+    card = _issue(ines)
+    store = _store(ines)
+    joined = process_claim(_claim(jo, card, relay="https://attacker.example", name="Admin"),
+                           me=ines.did, store=store, now=int(time.time()))
+    store.close()
+    assert not joined.new_contact
+    contact = _state(ines, jo)[0]
+    assert (contact.relay, contact.enc_pub, contact.name) == ("https://relay.one", "a" * 64,
+                                                             "Jo")
+
+
+def test_a_blocked_sender_stays_blocked_and_spends_nothing() -> None:
+    ines, jo = _key("ines"), _key("jo")
+    card = _issue(ines)
+    store = _store(ines)
+    store.set_sender(jo.did, "blocked", int(time.time()))
+    store.close()
+    assert _refused(_claim(jo, card), ines) == "blocked"
+    assert _state(ines, jo)[2] == [(card["nonce"], 0)]
+
+
+def test_two_claims_racing_for_the_last_use_one_wins() -> None:
+    ines = _key("ines")
+    joiners = [_key(f"j{i}") for i in range(4)]
+    card = _issue(ines, uses=1)
+    claims = [_claim(j, card) for j in joiners]
+    _store(ines).close()  # the schema exists before the race
+    results: list[str] = []
+    barrier = threading.Barrier(len(claims))
+
+    def go(claim: dict[str, Any]) -> None:
+        store = _store(ines)
+        barrier.wait()
+        try:
+            process_claim(claim, me=ines.did, store=store, now=int(time.time()))
+            results.append("won")
+        except Refused as exc:
+            results.append(exc.code)
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=go, args=(c,)) for c in claims]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["invite-used-up"] * 3 + ["won"]
+    store = _store(ines)
+    assert len(InviteStore(store.db).contacts()) == 1
+    assert [r.used for r in InviteStore(store.db).invites()] == [1]
+    store.close()
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def test_invite_create_list_verify_revoke() -> None:
+    new_identity("ines")
+    result = run("invite", "create", "--as", "ines", "--url", "http://127.0.0.1:9/",
+                 "--uses", "2", "--ttl", "1h")
+    assert result.exit_code == 0, result.stderr
+    card_line, text = result.stdout.strip().splitlines()
+    card = json.loads(card_line)
+    assert text.startswith("muretai:invite:") and len(card["nonce"]) == 32
+    code, doc = run_json("invite", "verify", text)
+    assert code == 0 and doc["did"] == card["did"] and doc["nonce"] == card["nonce"]
+    code, doc = run_json("invite", "verify", text, "--now", str(int(time.time()) + 3601))
+    assert code == 1 and doc["error"] == "expired-invite"
+    code, doc = run_json("invite", "list", "--as", "ines")
+    assert [(i["nonce"], i["usesLeft"]) for i in doc["invites"]] == [(card["nonce"], 2)]
+    assert run("invite", "revoke", "--as", "ines", card["nonce"]).exit_code == 0
+    assert run_json("invite", "list", "--as", "ines")[1]["invites"] == []
+    assert run("invite", "revoke", "--as", "ines", "0" * 32).exit_code == 2
+
+
+def test_invite_create_needs_an_address_and_verify_refuses_edits(tmp_path: Any) -> None:
+    new_identity("ines")
+    result = run("invite", "create", "--as", "ines")
+    assert result.exit_code == 2 and "unreachable-identity" in result.stderr
+    result = run("invite", "create", "--as", "ines", "--relay", "http://127.0.0.1:9",
+                 "--json")
+    card = json.loads(result.stdout)["invite"]
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps({**card, "relay": "https://attacker.example"}))
+    code, doc = run_json("invite", "verify", str(edited))
+    assert code == 1 and doc["error"] == "bad-signature"
+
+
+def test_join_through_a_door_then_talk() -> None:
+    new_identity("jo")
+    with live_door("quarantine", name="ines") as door:
+        result = run("invite", "create", "--as", "ines", "--url", door.base, "--json")
+        text = json.loads(result.stdout)["text"]
+        code, doc = run_json("join", text, "--as", "jo", "--message", "hello Ines")
+        assert code == 0, doc
+        assert doc["claim"]["joiner"] == doc["message"]["to"] or doc["inviter"] == door.did
+        assert doc["message"]["reply"]["verified"] is True
+        store = door.store()
+        try:
+            inv = InviteStore(store.db)
+            jo_did = doc["claim"]["joiner"]
+            assert inv.contact(jo_did).name == "jo"         # type: ignore[union-attr]
+            assert store.sender_status(jo_did) == "allowed"
+            assert [m["text"] for m in store.inbox()] == ["hello Ines"]  # not held
+        finally:
+            store.close()
+        # the same invite (one use) cannot bring in a second joiner
+        new_identity("kim")
+        code, doc = run_json("join", text, "--as", "kim")
+        assert code == 4 and doc["rpcError"]["data"]["reason"] == "invite-used-up"
+
+
+def test_door_answers_a_forged_claim_with_its_rule_and_changes_nothing() -> None:
+    with live_door("quarantine", name="ines") as door:
+        card = _issue(door.key)
+        jo, eve = _key("jo"), _key("eve")
+        claim = copy.deepcopy(_claim(jo, card))
+        claim["message"]["sig"] = eve.sign(b"x")
+        doc = door.rpc({"jsonrpc": "2.0", "id": 1, "method": "onboard/claim",
+                        "params": claim})
+        assert code_of(doc) == -32001
+        assert _state(door.key, jo)[:2] == (None, None)
+        ok = door.rpc({"jsonrpc": "2.0", "id": 2, "method": "onboard/claim",
+                       "params": _claim(jo, card)})
+        assert ok["result"]["ok"] is True and ok["result"]["joiner"] == jo.did
