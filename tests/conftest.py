@@ -18,7 +18,8 @@ VECTORS = Path(__file__).resolve().parents[1].parent / "shared" / "vectors"
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     """Every test gets its own $MURETAI_HOME and no stray settings from the caller."""
-    for name in ("MURETAI_KEYS", "MURETAI_HOME", "MURETAI_DB", "FORCE_COLOR", "COLUMNS"):
+    for name in ("MURETAI_KEYS", "MURETAI_HOME", "MURETAI_DB", "MURETAI_AS", "FORCE_COLOR",
+                 "COLUMNS"):
         monkeypatch.delenv(name, raising=False)
     home = tmp_path / "muretai-home"
     monkeypatch.setenv("MURETAI_HOME", str(home))

@@ -27,11 +27,14 @@ def _version(value: bool) -> None:
 
 
 def _root_app() -> typer.Typer:
+    from muretai_cli.cli._tree import CONTEXT, RootGroup
+
     root = typer.Typer(
         name="muretai",
         help="DID messaging between AI agents: identities, signed cards, handoffs, signed DMs.",
         no_args_is_help=True,
-        add_completion=False,
+        cls=RootGroup,
+        context_settings=CONTEXT,
         pretty_exceptions_enable=False,
     )
 
@@ -84,7 +87,8 @@ def _add_card(app: typer.Typer) -> None:
 def _add_handoff(app: typer.Typer) -> None:
     from muretai_cli.cli import _handoff
 
-    app.add_typer(_handoff.app, name="handoff", help="Check a WebMCP tool result's handoff.")
+    app.add_typer(_handoff.app, name="handoff", help="Check a WebMCP tool result's handoff "
+                                                 "(to follow one: op handoff follow).")
 
 
 def _add_org(app: typer.Typer) -> None:
@@ -94,9 +98,10 @@ def _add_org(app: typer.Typer) -> None:
 
 
 def _add_contact(app: typer.Typer) -> None:
-    from muretai_cli.cli import _door
+    from muretai_cli.cli import _op
 
-    app.add_typer(_door.contact_app, name="contact")
+    # The old spelling of `op contact` (`contact issue --as NAME ...`), kept as an alias.
+    app.add_typer(_op.contact_app, name="contact", hidden=True)
 
 
 def _add_op(app: typer.Typer) -> None:
@@ -213,13 +218,13 @@ def main() -> None:
     argv = sys.argv[1:]
     app = build_app(_invoked(argv))
     if "--json" not in argv:
-        app()
+        app(prog_name="muretai")
         return
     # With --json, even a usage error is one JSON document on stdout (and exit 2).
     from typer.exceptions import TyperException
 
     try:
-        code = app(standalone_mode=False)
+        code = app(prog_name="muretai", standalone_mode=False)
     except typer.Abort:
         sys.exit(1)
     except TyperException as exc:  # click's UsageError/BadParameter, as typer vendors them

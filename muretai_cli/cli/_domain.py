@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import KeysOpt, handles_errors, note
+from muretai_cli.cli._out import AsOpt, KeysOpt, handles_errors, load_identity, note
 
 app = typer.Typer(help="Domain linkage: say which domain your DID speaks for.",
                   no_args_is_help=True)
@@ -18,8 +18,8 @@ app = typer.Typer(help="Domain linkage: say which domain your DID speaks for.",
 @app.command("link")
 @handles_errors
 def link(
-    as_: Annotated[str, typer.Option("--as", help="The identity that claims the domain.")],
     domain: Annotated[str, typer.Option("--domain", help="The bare domain (host[:port]).")],
+    as_: AsOpt = None,
     days: Annotated[int, typer.Option("--days", min=1, max=3650,
                                       help="How long the credential holds.")] = 90,
     now: Annotated[int | None, typer.Option("--now", help="nbf to sign (epoch s).",
@@ -35,10 +35,9 @@ def link(
     --did-configuration FILE` does), and only for a domain you actually control.
     """
     from muretai_cli.errors import InputError, MuretaiError
-    from muretai_cli.home import KeyStore, keys_dir
     from muretai_cli.seam import did_configuration, sign_domain_linkage
 
-    key = KeyStore(keys_dir(keys)).load(as_).signing_key()
+    key = load_identity(as_, keys).signing_key()
     nbf = int(time.time()) if now is None else now
     try:
         token = sign_domain_linkage(key, domain, nbf=nbf, exp=nbf + days * 86400)

@@ -1,4 +1,4 @@
-"""``muretai serve`` and ``muretai contact issue|grants|revoke``: the receiving side.
+"""``muretai serve`` and ``muretai op contact issue|grants|revoke``: the receiving side.
 
 starlette, uvicorn and sqlite3 are imported inside the commands, never at CLI import time.
 """
@@ -12,23 +12,22 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from muretai_cli.cli._db import DbOpt, fix_command
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, note, safe, say
+from muretai_cli.cli._out import (
+    AsOpt,
+    JsonOpt,
+    KeysOpt,
+    emit_json,
+    handles_errors,
+    load_identity,
+    note,
+    safe,
+    say,
+)
 from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:
     from muretai_cli.home import Identity
     from muretai_cli.inbox.store import DoorStore
-
-contact_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke contact grants.")
-
-AsOpt = Annotated[str, typer.Option("--as", help="The identity whose door this is.")]
-
-
-def load_identity(name: str, keys: Path | None) -> Identity:
-    from muretai_cli.home import KeyStore, keys_dir
-
-    return KeyStore(keys_dir(keys)).load(name)
-
 
 def open_store(ident: Identity, db: str | None = None, *, durable: bool = False) -> DoorStore:
     """The identity's door store: its SQLite file, or ``db`` (``--db`` / ``MURETAI_DB``)."""
@@ -37,16 +36,35 @@ def open_store(ident: Identity, db: str | None = None, *, durable: bool = False)
     return open_door_store(ident.did, db, durable=durable, fix=fix_command(ident.name, db))
 
 
+def _op_identity(ctx: typer.Context) -> Identity:
+    from muretai_cli.cli._op import op_identity
+
+    return op_identity(ctx)
+
+
+def _op_db(ctx: typer.Context) -> str | None:
+    from muretai_cli.cli._op import op_db
+
+    return op_db(ctx)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``serve`` to the root app."""
     app.command("serve")(serve)
 
 
+def register_contact(contact_app: typer.Typer) -> None:
+    """Add the grant verbs to the ``contact`` group (``op contact``, alias ``contact``)."""
+    contact_app.command("issue")(issue)
+    contact_app.command("grants")(grants)
+    contact_app.command("revoke")(revoke)
+
+
 @handles_errors
 def serve(
-    as_: AsOpt,
     url: Annotated[str, typer.Option("--url", help="The base URL visitors dial (https, or "
                                                    "http on loopback); may carry a path.")],
+    as_: AsOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to bind (0: any free port).")] = 8788,
     dm_policy: Annotated[str, typer.Option(
@@ -144,15 +162,12 @@ def serve(
     raise typer.Exit(run_workers(workers, run, log=note))
 
 
-@contact_app.command("issue")
 @handles_errors
 def issue(
-    as_: AsOpt,
+    ctx: typer.Context,
     uses: Annotated[int, typer.Option("--uses", help="How many senders may redeem it.")],
     expires: Annotated[str, typer.Option("--expires", help="Lifetime: 30m, 12h, 7d, 2w.")] = "7d",
     purpose: Annotated[str | None, typer.Option("--purpose", help="Why it was issued.")] = None,
-    db: DbOpt = None,
-    keys: KeysOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Mint a contact grant, record it, and make it the card's contact. Prints the grant."""
@@ -162,10 +177,10 @@ def issue(
     ttl = parse_duration(expires, name="--expires")
     if uses < 1:
         raise InputError("bad-uses", f"--uses {uses} must be at least 1")
-    ident = load_identity(as_, keys)
+    ident = _op_identity(ctx)
     now = int(time.time())
     grant = mint_grant(ident.signing_key(), uses=uses, now=now, ttl=ttl, purpose=purpose)
-    store = open_store(ident, db)
+    store = open_store(ident, _op_db(ctx))
     try:
         store.add_grant(grant, now)
     finally:
@@ -179,14 +194,12 @@ def issue(
         note(f"grant {grant['id']}: {uses} use(s), expires in {expires}")
 
 
-@contact_app.command("grants")
 @handles_errors
-def grants(as_: AsOpt, db: DbOpt = None, keys: KeysOpt = None,
-           json_out: JsonOpt = False) -> None:
+def grants(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """List this door's grants with uses left."""
-    ident = load_identity(as_, keys)
+    ident = _op_identity(ctx)
     now = int(time.time())
-    store = open_store(ident, db)
+    store = open_store(ident, _op_db(ctx))
     try:
         rows = [g.to_json(now) for g in store.grants()]
     finally:
@@ -202,19 +215,16 @@ def grants(as_: AsOpt, db: DbOpt = None, keys: KeysOpt = None,
         note("no grants yet: `muretai contact issue --as NAME --uses N`")
 
 
-@contact_app.command("revoke")
 @handles_errors
 def revoke(
-    as_: AsOpt,
+    ctx: typer.Context,
     grant_id: Annotated[str, typer.Argument(metavar="ID", help="The grant's id.")],
-    db: DbOpt = None,
-    keys: KeysOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Revoke a grant: it leaves the card, and its connections stop letting senders in."""
-    ident = load_identity(as_, keys)
+    ident = _op_identity(ctx)
     now = int(time.time())
-    store = open_store(ident, db)
+    store = open_store(ident, _op_db(ctx))
     try:
         row = store.revoke(grant_id, now)
     finally:

@@ -25,10 +25,9 @@ senders_app = typer.Typer(help="Allow and block lists.", invoke_without_command=
 
 def _store(ctx: typer.Context) -> DoorStore:
     from muretai_cli.cli._door import open_store
-    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._op import op_db, op_identity
 
-    obj = ctx.find_root().obj if ctx.obj is None else ctx.obj
-    return open_store(op_identity(ctx), obj.get("db") if isinstance(obj, dict) else None)
+    return open_store(op_identity(ctx), op_db(ctx))
 
 
 def _when(epoch: Any) -> str:

@@ -17,6 +17,7 @@ from muretai_cli.cli._out import (
     safe,
     say,
 )
+from muretai_cli.cli._tree import AsGroup
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
@@ -34,8 +35,10 @@ if TYPE_CHECKING:
 
     from muretai_cli.visit.dm import DmReport
 
-contact_app = typer.Typer(no_args_is_help=True, help="Contacts and signed DMs.")
-handoff_app = typer.Typer(no_args_is_help=True, help="Follow a handoff (with confirmation).")
+contact_app = typer.Typer(cls=AsGroup, no_args_is_help=True,
+                          help="Contact grants you issue; doors you write to (signed DMs).")
+handoff_app = typer.Typer(no_args_is_help=True, help="Follow a handoff (with confirmation); "
+                                                     "checking one: muretai handoff check.")
 
 MAX_MESSAGE_BYTES = 64 * 1024
 ContextOpt = Annotated[str | None, typer.Option(

@@ -6,7 +6,17 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, note, safe, say
+from muretai_cli.cli._out import (
+    AsOpt,
+    JsonOpt,
+    KeysOpt,
+    emit_json,
+    handles_errors,
+    load_identity,
+    note,
+    safe,
+    say,
+)
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -75,9 +85,9 @@ def untrust(
 @app.command("attest")
 @handles_errors
 def attest(
-    as_: Annotated[str, typer.Option("--as", help="The org identity that signs.")],
     member: Annotated[str, typer.Option("--member", help="The member agent's DID.")],
     name: Annotated[str, typer.Option("--name", help="The org's name, as it will be claimed.")],
+    as_: AsOpt = None,
     role: Annotated[str | None, typer.Option("--role", help="The member's role.",
                                              show_default=False)] = None,
     expires: Annotated[str | None, typer.Option(
@@ -92,10 +102,9 @@ def attest(
 
     from muretai_cli.artifacts.org import attest_member
     from muretai_cli.durations import parse_duration
-    from muretai_cli.home import KeyStore, keys_dir
 
     ttl = parse_duration(expires, name="--expires") if expires is not None else None
-    key = KeyStore(keys_dir(keys)).load(as_).signing_key()
+    key = load_identity(as_, keys).signing_key()
     doc = attest_member(key, member_did=_org_did(member, "--member"), org_name=name,
                         now=int(time.time()), role=role, ttl=ttl)
     if json_out:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ import typer
 from muretai_cli.errors import InputError, MuretaiError
 
 if TYPE_CHECKING:
+    from muretai_cli.home import Identity
     from muretai_cli.verdict import Verdict
 
 P = ParamSpec("P")
@@ -32,7 +34,27 @@ FilesArg = Annotated[list[str], typer.Argument(
     help="Files to check, or - for JSON Lines on stdin.", show_default=False)]
 NowOpt = Annotated[int | None, typer.Option(
     "--now", help="Judge at this epoch second instead of the clock.", show_default=False)]
+AS_ENV = "MURETAI_AS"
+AsOpt = Annotated[str | None, typer.Option(
+    "--as", help=f"The identity to act as (a name in keys/); default ${AS_ENV}.",
+    show_default=False)]
 MAX_INPUT_BYTES = 1024 * 1024
+
+
+def identity_name(as_: str | None) -> str:
+    """The identity named by ``--as``, else by ``$MURETAI_AS``; a usage error if neither."""
+    name = as_ or os.environ.get(AS_ENV)
+    if not name:
+        raise InputError("no-identity", f"which identity? give --as NAME or set {AS_ENV}=NAME",
+                         hint="`muretai id list` shows your identities")
+    return name
+
+
+def load_identity(as_: str | None, keys: Path | None) -> Identity:
+    """The identity ``--as`` (or ``$MURETAI_AS``) names, loaded with its permissions checked."""
+    from muretai_cli.home import KeyStore, keys_dir
+
+    return KeyStore(keys_dir(keys)).load(identity_name(as_))
 
 # C0/C1 controls (but tab/newline where allowed), DEL, and bidi overrides/isolates, which can
 # make a terminal show text in a different order than it is.

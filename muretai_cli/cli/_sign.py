@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from muretai_cli.cli import _sign_keys
-from muretai_cli.cli._out import KeysOpt, did_option, handles_errors, read_input
+from muretai_cli.cli._out import (
+    AsOpt,
+    KeysOpt,
+    did_option,
+    handles_errors,
+    load_identity,
+    read_input,
+)
 
 if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
@@ -19,16 +26,13 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Sign messages and cards with one of your identities.",
                   no_args_is_help=True)
 
-AsOpt = Annotated[str, typer.Option("--as", help="The identity to sign with.")]
 # Output is the artifact itself, with or without --json, so it pipes into `verify`.
 JsonAccepted = Annotated[bool, typer.Option(
     "--json", help="Accepted for symmetry: the output is already one JSON document.")]
 
 
-def _load(name: str, keys: Path | None) -> SigningKey:
-    from muretai_cli.home import KeyStore, keys_dir
-
-    return KeyStore(keys_dir(keys)).load(name).signing_key()
+def _load(name: str | None, keys: Path | None) -> SigningKey:
+    return load_identity(name, keys).signing_key()
 
 
 def _print(doc: object) -> None:
@@ -39,8 +43,8 @@ def _print(doc: object) -> None:
 @handles_errors
 def message(
     text: Annotated[str, typer.Argument(help="The text, or - to read it from stdin.")],
-    as_: AsOpt,
     to: Annotated[str, typer.Option("--to", help="The recipient's DID.")],
+    as_: AsOpt = None,
     context_id: Annotated[str | None, typer.Option("--context-id")] = None,
     now: Annotated[int | None, typer.Option("--now", help="Timestamp to sign.")] = None,
     keys: KeysOpt = None,
@@ -66,7 +70,7 @@ def message(
 @handles_errors
 def card(
     card_file: Annotated[str, typer.Argument(help="The card JSON (a file, or -).")],
-    as_: AsOpt,
+    as_: AsOpt = None,
     now: Annotated[int | None, typer.Option("--now", help="ts to sign.")] = None,
     keys: KeysOpt = None,
     json_out: JsonAccepted = False,
