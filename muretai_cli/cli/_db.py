@@ -32,7 +32,7 @@ def fix_command(name: str, db: str | None) -> str:
 
 
 def _run(verb: str, as_: str, db: str | None, keys: KeysOpt, json_out: bool) -> None:
-    from muretai_cli.cli._door import load_identity
+    from muretai_cli.cli._out import load_identity
     from muretai_cli.db import is_postgres_url, open_database, require, upgrade, version_of
     from muretai_cli.inbox.store import db_path, door_namespace, door_schema
 
