@@ -97,6 +97,17 @@ class _Argument(TyperArgument):
         return name + ("..." if self.nargs != 1 else "")
 
 
+# What rich would read as a markup tag: "[" then a letter, "/", "@" or "#" ... "]".
+_TAG = re.compile(r"(\\*)(\[[a-zA-Z#/@][^\[]*?\])")
+
+
+def _literal(text: str | None) -> str | None:
+    """Help text shown as written: ``https://host[/path]`` is not a rich closing tag."""
+    if not text:
+        return text
+    return _TAG.sub(lambda m: m.group(1) * 2 + "\\" + m.group(2), text)
+
+
 def _one_line_summary(text: str | None) -> str | None:
     if not text:
         return text
@@ -105,6 +116,8 @@ def _one_line_summary(text: str | None) -> str | None:
 
 
 def _retype(param: Any) -> None:
+    if type(param) in (TyperOption, TyperArgument):
+        param.help = _literal(param.help)
     if type(param) is TyperOption:
         words = _range_words(param)
         if words and param.help and words not in param.help:
@@ -118,7 +131,7 @@ def _retype(param: Any) -> None:
 
 def tidy(command: Any) -> None:
     """Make one command's (and its subcommands') help read as a shell user types it."""
-    command.help = _one_line_summary(command.help)
+    command.help = _literal(_one_line_summary(command.help))
     params_of = command.get_params
 
     def get_params(ctx: Any) -> list[Any]:
