@@ -81,6 +81,7 @@ class Database(ABC):
     """
 
     dialect: Dialect
+    connections = 1  # how many threads may use this at once (a pool's size)
 
     @abstractmethod
     def transaction(self, *, exclusive: bool = True) -> AbstractContextManager[Tx]: ...

@@ -36,6 +36,7 @@ from muretai_cli.db._core import (
 
 CONNECT_TIMEOUT = 3  # seconds for one connection attempt
 CHECKOUT_TIMEOUT = 2.0  # seconds a request waits for a connection before answering 503
+POOL_SIZE = 8  # connections per process (and the door's threads that use them)
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 
 
@@ -75,8 +76,9 @@ class _PgTx(Tx):
 class PostgresDatabase(Database):
     dialect = "postgresql"
 
-    def __init__(self, url: str, namespace: str, *, max_size: int = 4,
+    def __init__(self, url: str, namespace: str, *, max_size: int = POOL_SIZE,
                  checkout_timeout: float = CHECKOUT_TIMEOUT) -> None:
+        self.connections = max_size
         self.url = url
         self.namespace = namespace
         self._lock = lock_key(namespace)

@@ -160,7 +160,11 @@ class DoorHTTP:
             await _answer(send, *_plain(408, "request body did not arrive in time"), close=True)
             return
         raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        status, body, headers = self.door.handle_post(raw)
+        if self.door.offload is not None:  # a shared store: commits wait for its disk
+            status, body, headers = await loop.run_in_executor(
+                self.door.offload, self.door.handle_post, raw)
+        else:
+            status, body, headers = self.door.handle_post(raw)
         await _answer(send, status, body, headers)
 
 

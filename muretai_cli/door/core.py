@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +94,12 @@ class Door:
         self.config = config
         self.store = store
         self.clock = clock
+        # On a store that takes several connections (PostgreSQL), POSTs run on threads so
+        # one process has several commits in flight and the server flushes them together;
+        # on SQLite (one connection, one writer) they run on the event loop itself.
+        self.offload: ThreadPoolExecutor | None = (
+            ThreadPoolExecutor(store.db.connections, thread_name_prefix="door")
+            if store.db.connections > 1 else None)
         self.rate: RateLimits | SharedRateLimits = (
             SharedRateLimits(store, config.rate_per_sender, config.rate_total)
             if config.shared_rate else RateLimits(config.rate_per_sender, config.rate_total))

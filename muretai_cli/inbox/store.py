@@ -319,7 +319,17 @@ class DoorStore:
 
         Not exclusive: the unique keys decide. Two processes racing with one ``messageId``
         both insert its replay row; the database lets one commit and the other finds it.
+        On PostgreSQL both rows go in one statement (one round trip, its own transaction).
         """
+        if self.db.dialect == "postgresql":
+            return self.db.one(
+                "WITH r AS (INSERT INTO replay (message_id, seen) VALUES (?, ?) "
+                "ON CONFLICT (message_id) DO NOTHING RETURNING message_id) "
+                "INSERT INTO inbox (sender, message_id, context_id, text, sent, received, "
+                "verified, sig, via) SELECT ?, r.message_id, ?, ?, ?, ?, 1, ?, 'direct' FROM r "
+                "ON CONFLICT (sender, message_id) DO NOTHING RETURNING id",
+                (env["messageId"], now, env["from"], env["contextId"], env["text"],
+                 env["timestamp"], now, env["sig"])) is not None
         try:
             with self.db.transaction(exclusive=False) as tx:
                 if not tx.all("INSERT INTO replay (message_id, seen) VALUES (?, ?) "

@@ -1,0 +1,217 @@
+"""Bench: the price of sharing. Accepted signed messages per second, and CPU per accepted
+message (door processes plus PostgreSQL's own), for one ``muretai serve`` on SQLite, one on
+PostgreSQL, and two (``--workers 2``) on PostgreSQL, side by side in one run.
+
+PostgreSQL is a throwaway server started by ``.ci/pg start --durable`` (its defaults:
+fsync and synchronous_commit on, so each commit waits for the disk, several commits
+sharing one flush); ``--pg-async`` adds a row with ``synchronous_commit=off``. The SQLite
+door runs as always (WAL, synchronous=NORMAL). One machine cannot show horizontal scale:
+the load client shares its cores with the servers; the ratios are the point.
+
+    python bench/scale.py [--messages 4000] [--clients 16] [--senders 400] [--pg-async]
+
+Prints lines on stderr and one JSON line on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from door import client, cpu_seconds, request_bytes  # type: ignore[import-not-found]  # noqa: E402
+
+from muretai_cli.artifacts.message import build_message, build_message_send  # noqa: E402
+from muretai_cli.seam import SigningKey, sign_envelope  # noqa: E402
+
+
+def tree(pid: int) -> set[int]:
+    """``pid`` and every descendant (through /proc/<pid>/task/*/children)."""
+    seen = {pid}
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                for child in (task / "children").read_text().split():
+                    if int(child) not in seen:
+                        seen.add(int(child))
+                        todo.append(int(child))
+        except FileNotFoundError:
+            continue
+    return seen
+
+
+def cpu_of(pids: set[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            total += cpu_seconds(pid)
+    return total
+
+
+def start_pg(durable_commit: bool) -> tuple[dict[str, str], int]:
+    out = subprocess.run([str(ROOT / ".ci" / "pg"), "start", "--durable"], check=True,
+                         capture_output=True, text=True).stdout
+    env: dict[str, str] = {}
+    for line in out.splitlines():
+        for part in shlex.split(line.removeprefix("export ")):
+            key, _, value = part.partition("=")
+            env[key] = value
+    if not durable_commit:
+        import psycopg
+
+        with psycopg.connect(env["MURETAI_TEST_PG"], autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+            conn.execute("SELECT pg_reload_conf()")
+    pid = int(Path(env["MURETAI_PG_DIR"], "data", "postmaster.pid").read_text().split()[0])
+    return env, pid
+
+
+def stop_pg(env: dict[str, str]) -> None:
+    subprocess.run([str(ROOT / ".ci" / "pg"), "stop", env["MURETAI_PG_DIR"]], check=False)
+
+
+def muretai(env: dict[str, str], *args: str) -> None:
+    subprocess.run([sys.executable, "-m", "muretai_cli", *args], env=env, check=True,
+                   capture_output=True, cwd=ROOT)
+
+
+def run_case(label: str, *, db: str | None, workers: int, pg_pid: int | None,
+             args: argparse.Namespace) -> dict[str, object]:
+    home = tempfile.mkdtemp(prefix="muretai-scale-")
+    env = {**os.environ, "MURETAI_HOME": home}
+    muretai(env, "id", "new", "door")
+    door_did = json.loads(Path(home, "keys", "door.key").read_text())["did"]
+    extra = ["--db", db] if db else []
+    if db:
+        muretai(env, "db", "init", "--as", "door", *extra)
+    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "serve", "--as", "door",
+                             "--url", "http://127.0.0.1", "--port", "0", "--dm-policy", "open",
+                             "--rate-per-sender", "0", "--rate-total", "0",
+                             "--workers", str(workers), *extra],
+                            env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            cwd=ROOT)
+    try:
+        assert proc.stderr is not None
+        port = 0
+        while not port:
+            line = proc.stderr.readline().decode()
+            if not line:
+                raise SystemExit(f"{label}: the door did not start")
+            found = re.search(r"listening on http://[0-9.]+:([0-9]+)", line)
+            port = int(found.group(1)) if found else 0
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        senders = [SigningKey.generate() for _ in range(args.senders)]
+        now = int(time.time())
+        bodies = []
+        for i in range(args.messages + args.warmup):
+            env_ = sign_envelope(senders[i % len(senders)], to=door_did,
+                                 text=f"scale message {i}: hello door", timestamp=now,
+                                 context_id=f"c-{i % 97}")
+            bodies.append(request_bytes(json.dumps(build_message_send(build_message(env_), i),
+                                                   separators=(",", ":")).encode()))
+        warm, load = bodies[:args.warmup], bodies[args.warmup:]
+        for _ in range(50):  # the door answers once uvicorn is up in every worker
+            try:
+                client(port, warm[:1], [], [])
+                break
+            except OSError:
+                time.sleep(0.1)
+        client(port, warm[1:], [], [])
+        shards = [load[i::args.clients] for i in range(args.clients)]
+        per: list[tuple[list[float], list[int]]] = [([], []) for _ in shards]
+        threads = [threading.Thread(target=client, args=(port, s, lat, out))
+                   for s, (lat, out) in zip(shards, per, strict=True)]
+        doors = tree(proc.pid)
+        pg = tree(pg_pid) if pg_pid else set()
+        cpu0, pg0 = cpu_of(doors), cpu_of(pg)
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - t0
+        cpu1, pg1 = cpu_of(doors), cpu_of(tree(pg_pid) if pg_pid else set())
+        accepted = sum(sum(out) for _, out in per)
+        latencies = sorted(x for lat, _ in per for x in lat)
+        row: dict[str, object] = {
+            "case": label,
+            "accepted": accepted,
+            "messages": len(load),
+            "accepted_per_s": round(accepted / elapsed, 1),
+            "p50_ms": round(latencies[len(latencies) // 2] * 1000, 2),
+            "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 2),
+            "door_cpu_ms": round((cpu1 - cpu0) * 1000 / max(accepted, 1), 3),
+            "pg_cpu_ms": round((pg1 - pg0) * 1000 / max(accepted, 1), 3),
+        }
+        row["cpu_ms_per_accepted"] = round(float(row["door_cpu_ms"]) + float(row["pg_cpu_ms"]), 3)  # type: ignore[arg-type]
+        print(f"{label:<28} {row['accepted_per_s']:>8}/s  p50 {row['p50_ms']} ms  p99 "
+              f"{row['p99_ms']} ms  CPU/accepted {row['cpu_ms_per_accepted']} ms (door "
+              f"{row['door_cpu_ms']} + PostgreSQL {row['pg_cpu_ms']})", file=sys.stderr)
+        return row
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=4000)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--senders", type=int, default=400)
+    parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--pg-async", action="store_true",
+                        help="also two workers on PostgreSQL with synchronous_commit=off")
+    args = parser.parse_args()
+    rows = [run_case("1 process, SQLite", db=None, workers=1, pg_pid=None, args=args)]
+    env, pg_pid = start_pg(durable_commit=True)
+    try:
+        url = env["MURETAI_TEST_PG"]
+        rows.append(run_case("1 process, PostgreSQL", db=url, workers=1, pg_pid=pg_pid,
+                             args=args))
+        rows.append(run_case("2 processes, PostgreSQL", db=url, workers=2, pg_pid=pg_pid,
+                             args=args))
+    finally:
+        stop_pg(env)
+    if args.pg_async:
+        env, pg_pid = start_pg(durable_commit=False)
+        try:
+            rows.append(run_case("2 processes, PG async commit", db=env["MURETAI_TEST_PG"],
+                                 workers=2, pg_pid=pg_pid, args=args))
+        finally:
+            stop_pg(env)
+    base = rows[0]
+    two = rows[2]
+    summary = {
+        "bench": "scale",
+        "rows": rows,
+        "two_pg_over_one_sqlite": round(float(two["accepted_per_s"])  # type: ignore[arg-type]
+                                        / float(base["accepted_per_s"]), 2),  # type: ignore[arg-type]
+        "cpu_two_pg_over_one_sqlite": round(float(two["cpu_ms_per_accepted"])  # type: ignore[arg-type]
+                                            / float(base["cpu_ms_per_accepted"]), 2),  # type: ignore[arg-type]
+        "targets": {"throughput_ratio_min": 1.2, "cpu_ratio_max": 1.5},
+    }
+    print(f"two on PostgreSQL / one on SQLite: throughput x{summary['two_pg_over_one_sqlite']}"
+          f", CPU per accepted x{summary['cpu_two_pg_over_one_sqlite']}", file=sys.stderr)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
