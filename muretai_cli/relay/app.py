@@ -169,9 +169,11 @@ def build_app(relay: Relay) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await relay.notifier.start()
         try:
             yield
         finally:
+            await relay.notifier.aclose()
             relay.store.close()
 
     app = Starlette(lifespan=lifespan)

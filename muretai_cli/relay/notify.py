@@ -2,8 +2,8 @@
 
 A listener subscribes BEFORE it looks at the store and waits only after finding nothing,
 so a change between the look and the wait is never missed. ``LocalNotifier`` serves one
-process (one event loop). A multi-process relay replaces it with one built on the
-database's own signal (PostgreSQL ``LISTEN``/``NOTIFY``) behind the same two methods.
+process (one event loop); ``pgnotify.PgNotifier`` serves several processes on one
+PostgreSQL database with its own signal (``LISTEN``/``NOTIFY``) behind the same methods.
 """
 
 from __future__ import annotations
@@ -34,6 +34,13 @@ class Subscription(ABC):
 class Notifier(ABC):
     @abstractmethod
     def subscribe(self, did: str) -> Subscription: ...
+
+    async def start(self) -> None:
+        """Begin receiving other processes' signals (in the server's event loop)."""
+        return None
+
+    async def aclose(self) -> None:
+        return None
 
     @abstractmethod
     def notify(self, did: str) -> None:
