@@ -151,17 +151,22 @@ def test_a_blocked_sender_stays_blocked_and_spends_nothing() -> None:
     assert _state(ines, jo)[2] == [(card["nonce"], 0)]
 
 
-def test_two_claims_racing_for_the_last_use_one_wins() -> None:
+def test_two_claims_racing_for_the_last_use_one_wins(backend: str) -> None:
+    from tests.store_helpers import door_store
+
     ines = _key("ines")
     joiners = [_key(f"j{i}") for i in range(4)]
-    card = _issue(ines, uses=1)
+    now = int(time.time())
+    card = mint_invite(ines, name="Ines", exp=now + 3600, url="http://127.0.0.1:9/")
+    first = door_store(ines.did, backend)
+    InviteStore(first.db).add(card, uses=1, exp=now + 3600, now=now)
+    first.close()
     claims = [_claim(j, card) for j in joiners]
-    _store(ines).close()  # the schema exists before the race
     results: list[str] = []
     barrier = threading.Barrier(len(claims))
 
     def go(claim: dict[str, Any]) -> None:
-        store = _store(ines)
+        store = door_store(ines.did, backend)
         barrier.wait()
         try:
             process_claim(claim, me=ines.did, store=store, now=int(time.time()))
@@ -177,7 +182,7 @@ def test_two_claims_racing_for_the_last_use_one_wins() -> None:
     for t in threads:
         t.join()
     assert sorted(results) == ["invite-used-up"] * 3 + ["won"]
-    store = _store(ines)
+    store = door_store(ines.did, backend)
     assert len(InviteStore(store.db).contacts()) == 1
     assert [r.used for r in InviteStore(store.db).invites()] == [1]
     store.close()

@@ -9,8 +9,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from muretai_cli.cli._db import DbOpt
-from muretai_cli.cli._door import load_identity, open_store
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, note, safe, say
+from muretai_cli.cli._door import open_store
+from muretai_cli.cli._out import (
+    JsonOpt,
+    KeysOpt,
+    emit_json,
+    handles_errors,
+    load_identity,
+    note,
+    safe,
+    say,
+)
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
