@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -100,3 +100,22 @@ def github(cases: Sequence[CiCase]) -> str:
 def emit_ci(cases: Sequence[CiCase], fmt: str, *, name: str) -> None:
     """Write ``cases`` to stdout as JUnit XML or GitHub annotations."""
     sys.stdout.write(junit(cases, name=name) + "\n" if fmt == "junit" else github(cases))
+
+
+def batch_cases(results: Sequence[dict[str, Any]], codes: Sequence[int], *, suite: str
+                ) -> list[CiCase]:
+    """One row per batch item (``verify``, ``handoff check``): exit 2 is ERROR, 1 is FAIL,
+    a warning is WARN, else PASS. ``codes`` are the items' exit codes, in order."""
+    out = []
+    for item, code in zip(results, codes, strict=True):
+        reasons = item.get("reasons") or []
+        errors = [r for r in reasons if r.get("severity") == "error"]
+        warnings = [r for r in reasons if r.get("severity") == "warning"]
+        shown = errors or warnings
+        message = "; ".join(f"{r.get('code')}: {r.get('detail')}" for r in shown)
+        status: CiStatus = "ERROR" if code >= 2 else "FAIL" if code == 1 \
+            else "WARN" if warnings else "PASS"
+        label = str(item.get("input"))
+        out.append(CiCase(suite, label, status, message, file=label if "/" in label
+                          or "." in label else None))
+    return out

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from muretai_cli.cli._formats import FormatOpt, batch_cases, check_format, emit_ci
 from muretai_cli.cli._out import (
     JsonOpt,
     emit_json,
@@ -100,6 +101,7 @@ def check(
     timeout: TimeoutOpt = "30",
     max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
     now: NowOpt = None,
+    fmt: FormatOpt = "text",
     json_out: JsonOpt = False,
 ) -> None:
     """Check each entry of a result's handoff; exit 0 when a dm entry may be followed.
@@ -111,6 +113,7 @@ def check(
     from muretai_cli.urls import base_from_any
     from muretai_cli.visit.handoff import check_handoff_bytes
 
+    form = check_format(fmt, json_out)
     base = base_from_any(origin)
     clock = now_or_clock(now)
     client: SafeClient | None = None
@@ -144,7 +147,10 @@ def check(
                          hint="give tool result files, or JSON Lines on stdin with -")
     codes = [int(r.pop("_exit", 0)) for r in results]
     exit_code = max(codes)
-    if json_out:
+    if form in ("junit", "github"):
+        emit_ci(batch_cases(results, codes, suite="muretai handoff check"), form,
+                name="muretai handoff check")
+    elif form == "json":
         emit_json({"ok": exit_code == 0, "results": results})
     else:
         from muretai_cli.cli._out import safe

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
+from muretai_cli.cli._formats import CiCase, FormatOpt, check_format, emit_ci
 from muretai_cli.cli._out import (
     JsonOpt,
     emit_json,
@@ -106,6 +107,16 @@ def _print_report(report: ResultReport, mode: str) -> None:
             f"dropped: {len(found.handoff.dropped)}")
 
 
+def _lint_case(source: str, report: ResultReport, strict: bool) -> CiCase:
+    """One CI row for a result with findings (FAIL on an error, or a warning under --strict)."""
+    where = f"line {report.line}" if report.line is not None else f"result {report.index}"
+    failing = report.errors > 0 or (strict and report.warnings > 0)
+    message = "; ".join(f"{f.severity} {f.rule} at {f.path}: {f.detail}"
+                        for f in report.findings)
+    return CiCase(f"conventions lint {source}", where, "FAIL" if failing else "WARN", message,
+                  file=source if source != "-" else None)
+
+
 def _summary_line(tally: Tally, mode: str, failed: bool) -> str:
     shapes = ", ".join(f"{k} {v}" for k, v in tally.shapes.items()) or "none"
     return (f"{'FAIL' if failed else 'ok'}: {tally.results} result(s) linted ({mode}); "
@@ -167,11 +178,16 @@ def lint(
     gated: Annotated[bool, typer.Option(
         "--gated", help="Count level 3 as met even without a gate among the results.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too.")] = False,
+    fmt: FormatOpt = "text",
     json_out: JsonOpt = False,
 ) -> None:
     """Check WebMCP tool results against the Conventions and the three-way exchange contract."""
     from muretai_cli.lint import Tally, level_report, lint_stream, parse_manifest
 
+    form = check_format(fmt, json_out)
+    json_out = form == "json"
+    ci = form in ("junit", "github")
+    cases: list[CiCase] = []
     if view not in _VIEWS:
         raise InputError("bad-usage", f"--view {view!r}: use visitor or site-agent")
     manifest = parse_manifest(read_input(str(tools))) if tools is not None else None
@@ -186,7 +202,10 @@ def lint(
         for report in run:
             tally.add(report)
             progress.tick(tally.results)
-            if json_out:
+            if ci:
+                if report.findings:
+                    cases.append(_lint_case(source, report, strict))
+            elif json_out:
                 if report.findings:
                     listed.append(_clean(report.to_json()))
             elif report.findings or run.mode == "single":
@@ -205,7 +224,11 @@ def lint(
                               view="site-agent" if view == "site-agent" else "visitor")
         tally.add_findings(levels.findings)
     failed = tally.errors > 0 or (strict and tally.warnings > 0)
-    if json_out:
+    if ci:
+        cases.append(CiCase(f"conventions lint {source}", "summary", "FAIL" if failed else "PASS",
+                            _summary_line(tally, run.mode, failed)))
+        emit_ci(cases, form, name="muretai conventions lint")
+    elif json_out:
         doc: dict[str, Any] = {"ok": not failed, "input": source, "mode": run.mode,
                                "strict": strict, "summary": tally.to_json(), "results": listed}
         if levels is not None:

@@ -180,9 +180,16 @@ def error_result(label: str, exc: MuretaiError, **facts: Any) -> dict[str, Any]:
 
 
 def render_batch(results: list[dict[str, Any]], json_out: bool,
-                 summary: Callable[[dict[str, Any]], str] | None = None) -> int:
+                 summary: Callable[[dict[str, Any]], str] | None = None, *,
+                 fmt: str = "text", suite: str = "muretai") -> int:
     """Print a batch and return its exit code: the worst of its items (2 > 1 > 0)."""
-    exit_code = max((int(r.pop("_exit", 0)) for r in results), default=0)
+    codes = [int(r.pop("_exit", 0)) for r in results]
+    exit_code = max(codes, default=0)
+    if fmt in ("junit", "github") and not json_out:
+        from muretai_cli.cli._formats import batch_cases, emit_ci
+
+        emit_ci(batch_cases(results, codes, suite=suite), fmt, name=suite)
+        return exit_code
     if json_out:
         emit_json({"ok": exit_code == 0, "results": results})
         return exit_code
@@ -201,11 +208,15 @@ def render_batch(results: list[dict[str, Any]], json_out: bool,
 
 
 def verify_batch(files: list[str], json_out: bool, check: Callable[[object], Verdict],
-                 summary: Callable[[dict[str, Any]], str] | None = None) -> None:
+                 summary: Callable[[dict[str, Any]], str] | None = None, *,
+                 fmt: str = "text", suite: str = "muretai verify") -> None:
     """The verify commands' loop: each input through the seam's parse boundary, then
     ``check`` (a ``Verdict``, or a ``MuretaiError`` naming why not), rendered as a batch."""
+    from muretai_cli.cli._formats import check_format
     from muretai_cli.seam import parse_document
 
+    fmt = check_format(fmt, json_out)
+    json_out = fmt == "json"
     results = []
     for label, raw in iter_documents(files):
         try:
@@ -220,7 +231,7 @@ def verify_batch(files: list[str], json_out: bool, check: Callable[[object], Ver
                                  0 if verdict.ok else 1, **facts))
     if not results:
         raise InputError("no-input", "no inputs were given (stdin was empty)")
-    raise typer.Exit(render_batch(results, json_out, summary))
+    raise typer.Exit(render_batch(results, json_out, summary, fmt=fmt, suite=suite))
 
 
 def did_option(value: str, name: str) -> str:

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from muretai_cli.cli import _verify_artifacts, _verify_keys, _verify_web
+from muretai_cli.cli._formats import FormatOpt
 from muretai_cli.cli._out import (
     FilesArg,
     JsonOpt,
@@ -33,6 +34,7 @@ def message(
     now: NowOpt = None,
     window: Annotated[int, typer.Option("--window", min=0,
                                         help="Freshness window, seconds (±).")] = 300,
+    fmt: FormatOpt = "text",
     json_out: JsonOpt = False,
 ) -> None:
     """Verify signed A2A messages (message/send requests or bare messages) addressed to --to."""
@@ -42,7 +44,7 @@ def message(
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,
                  lambda doc: check_message(doc, to_did=to, now=when, window=window),
-                 lambda item: f"from {item.get('from')}")
+                 lambda item: f"from {item.get('from')}", fmt=fmt)
 
 
 @app.command("card")
@@ -53,6 +55,7 @@ def card(
     origin: Annotated[str | None, typer.Option(
         "--origin", help="The base URL the card must name (its url).")] = None,
     now: NowOpt = None,
+    fmt: FormatOpt = "text",
     json_out: JsonOpt = False,
 ) -> None:
     """Verify signed Agent Card envelopes ({v, typ, card, ts, sig}) under --did."""
@@ -64,7 +67,7 @@ def card(
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,
                  lambda doc: check_card_envelope(doc, did=did, now=when, origin=base),
-                 lambda item: f"{item.get('did')} at {item.get('url')}")
+                 lambda item: f"{item.get('did')} at {item.get('url')}", fmt=fmt)
 
 
 _verify_artifacts.register(app)

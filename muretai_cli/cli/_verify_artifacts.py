@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from muretai_cli.cli._formats import FormatOpt
 from muretai_cli.cli._out import FilesArg, JsonOpt, NowOpt, handles_errors, verify_batch
 
 
@@ -32,6 +33,7 @@ def register(app: typer.Typer) -> None:
         files: FilesArg,
         for_: Annotated[str, typer.Option("--for", help="The door DID the grant must name.")],
         now: NowOpt = None,
+        fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
     ) -> None:
         """Verify contact grants: typ, integers, the issuer is --for, signature, expiry."""
@@ -45,7 +47,7 @@ def register(app: typer.Typer) -> None:
             return Verdict.of("grant", [], {k: grant[k] for k in (
                 "id", "did", "uses", "iat", "exp", "purpose") if k in grant})
 
-        verify_batch(files, json_out, check, _grant_summary)
+        verify_batch(files, json_out, check, _grant_summary, fmt=fmt)
 
     @app.command("org")
     @handles_errors
@@ -54,6 +56,7 @@ def register(app: typer.Typer) -> None:
         agent: Annotated[str, typer.Option("--agent", help="The agent DID the membership "
                                            "must name.")],
         now: NowOpt = None,
+        fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
     ) -> None:
         """Verify org memberships: typ, the member is --agent, the org's signature, expiry."""
@@ -73,4 +76,4 @@ def register(app: typer.Typer) -> None:
                 "trusted": trusted is not None,
                 "trustedName": trusted.name if trusted else None})
 
-        verify_batch(files, json_out, check, _org_summary)
+        verify_batch(files, json_out, check, _org_summary, fmt=fmt)

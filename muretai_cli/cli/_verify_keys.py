@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from muretai_cli.cli._formats import FormatOpt
 from muretai_cli.cli._out import (
     FilesArg,
     JsonOpt,
@@ -49,6 +50,7 @@ def register(app: typer.Typer) -> None:
             "--pin", help="Keep the record in the pin store when it is strictly newer.")
         ] = False,
         now: NowOpt = None,
+        fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
     ) -> None:
         """Resolve the operational DID a KeyState delegates to, with the anti-rollback ratchet.
@@ -97,13 +99,14 @@ def register(app: typer.Typer) -> None:
             facts.pop("notes")
             return Verdict.of("keystate", reasons, facts)
 
-        verify_batch(files, json_out, check, _keystate_summary)
+        verify_batch(files, json_out, check, _keystate_summary, fmt=fmt)
 
     @app.command("owner-state")
     @handles_errors
     def verify_owner_state(
         files: FilesArg,
         root: Annotated[str, typer.Option("--root", help="The owner DID it must be for.")],
+        fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
     ) -> None:
         """Verify OwnerState revocation lists: typ, integers, canonical list, the owner's sig.
@@ -126,7 +129,7 @@ def register(app: typer.Typer) -> None:
 
         verify_batch(files, json_out, check, lambda item: (
             f"{item.get('rootDid')} epoch {item.get('epoch')}: "
-            f"{len(item.get('revoked') or [])} device(s) disowned"))
+            f"{len(item.get('revoked') or [])} device(s) disowned"), fmt=fmt)
 
     @app.command("binding")
     @handles_errors
@@ -135,6 +138,7 @@ def register(app: typer.Typer) -> None:
         device: Annotated[str, typer.Option("--device", help="The device DID you expect "
                                             "(the binding must be about it).")],
         now: NowOpt = None,
+        fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
     ) -> None:
         """Verify device bindings (v2: owner and device both sign; v1: the owner alone)."""
@@ -152,4 +156,4 @@ def register(app: typer.Typer) -> None:
 
         verify_batch(files, json_out, check, lambda item: (
             f"{item.get('deviceDid')} acts for {item.get('rootDid')} "
-            f"(v{item.get('version')})"))
+            f"(v{item.get('version')})"), fmt=fmt)

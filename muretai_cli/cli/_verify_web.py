@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from muretai_cli.cli._formats import FormatOpt
 from muretai_cli.cli._out import (
     FilesArg,
     JsonOpt,
@@ -33,6 +34,7 @@ def register(app: typer.Typer) -> None:
                                             "(host[:port]; ports count).")],
         did: Annotated[str, typer.Option("--did", help="The DID that must have signed it.")],
         now: NowOpt = None,
+        fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
     ) -> None:
         """Verify did-configuration.json documents (or one credential as a JSON string)."""
@@ -48,7 +50,7 @@ def register(app: typer.Typer) -> None:
                 else linked_did(doc, domain=domain, did=did, now=clock)
             return Verdict.of("domain-linkage", [], link.to_json())
 
-        verify_batch(files, json_out, check, _link_summary)
+        verify_batch(files, json_out, check, _link_summary, fmt=fmt)
 
     @app.command("request")
     @handles_errors
@@ -59,6 +61,7 @@ def register(app: typer.Typer) -> None:
         jwks: Annotated[str, typer.Option("--jwks", help="The signer's key directory "
                                           "({\"keys\": [...]}), a file.")],
         now: NowOpt = None,
+        fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
     ) -> None:
         """Verify recorded Web Bot Auth requests ({"headers": {...}} or a headers object)."""
@@ -79,4 +82,4 @@ def register(app: typer.Typer) -> None:
             signer = verify_one(headers, authority=authority, jwks=directory, now=clock)
             return Verdict.of("request", [], {"did": signer, "authority": authority})
 
-        verify_batch(files, json_out, check, lambda item: f"signed by {item.get('did')}")
+        verify_batch(files, json_out, check, lambda item: f"signed by {item.get('did')}", fmt=fmt)
