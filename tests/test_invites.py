@@ -260,3 +260,15 @@ def test_door_answers_a_forged_claim_with_its_rule_and_changes_nothing() -> None
         ok = door.rpc({"jsonrpc": "2.0", "id": 2, "method": "onboard/claim",
                        "params": _claim(jo, card)})
         assert ok["result"]["ok"] is True and ok["result"]["joiner"] == jo.did
+
+
+def test_door_charges_claims_to_the_signer_rate_limit() -> None:
+    with live_door("quarantine", name="ines", rate_per_sender=1) as door:
+        card = _issue(door.key, uses=5)
+        jo = _key("jo")
+        first = door.rpc({"jsonrpc": "2.0", "id": 1, "method": "onboard/claim",
+                          "params": _claim(jo, card)})
+        assert first["result"]["ok"] is True
+        second = door.rpc({"jsonrpc": "2.0", "id": 2, "method": "onboard/claim",
+                           "params": _claim(jo, card)})
+        assert code_of(second) == -32004 and second["_status"] == 429

@@ -318,7 +318,9 @@ class Door:
         from muretai_cli.inbox.claims import process_claim, rpc_code
 
         try:
-            return process_claim(params, me=self.did, store=self.store, now=now).to_json()
+            return process_claim(params, me=self.did, store=self.store, now=now,
+                                 rate=lambda sender: self._rate(sender, self.clock())
+                                 ).to_json()
         except DatabaseUnavailable:
             raise
         except MuretaiError as exc:

@@ -8,6 +8,7 @@ contact; only then is the joiner an allowed sender. Anything that fails changes 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,16 +33,20 @@ class Joined:
                 "notes": [{"code": n.code, "message": n.detail} for n in self.claim.notes]}
 
 
-def process_claim(obj: object, *, me: str, store: DoorStore, now: int) -> Joined:
+def process_claim(obj: object, *, me: str, store: DoorStore, now: int,
+                  rate: Callable[[str], None] | None = None) -> Joined:
     """Honour a claim for the identity ``me`` or raise ``Refused`` having changed nothing.
 
-    A sender the owner blocked stays blocked: the claim is refused (``blocked``) before its
-    nonce is spent.
+    Nothing is read from the store before the signature verified; ``rate`` (the door's
+    per-sender limit) is then charged to the signer. A sender the owner blocked stays
+    blocked: the claim is refused (``blocked``) before its nonce is spent.
     """
-    invites = InviteStore(store.db)
     outcome: list[bool] = []
 
     def spend(claim: Claim) -> None:
+        if rate is not None:
+            rate(claim.from_did)
+        invites = InviteStore(store.db)
         if store.sender_status(claim.from_did) == "blocked":
             raise Refused("blocked", "the owner blocked this sender")
         joiner = Contact(claim.from_did, claim.name, claim.relay, claim.enc_pub, claim.url,

@@ -35,6 +35,10 @@ CREATE TABLE contacts (
 """
 
 
+# Databases whose invites schema this process already brought up to date.
+_READY: set[str] = set()
+
+
 def invite_schema() -> Schema:
     from muretai_cli.db import Schema
 
@@ -80,13 +84,18 @@ class Contact:
 
 
 class InviteStore:
-    """The invites, claims and contacts of one identity, on its database (created on open)."""
+    """The invites, claims and contacts of one identity, on its database (created on first
+    open in a process; the upgrade is one exclusive transaction, so racing openers apply it
+    once)."""
 
     def __init__(self, db: Database) -> None:
         from muretai_cli.db import upgrade
 
         self.db = db
-        upgrade(db, invite_schema())
+        where = db.describe()
+        if where not in _READY:
+            upgrade(db, invite_schema())
+            _READY.add(where)
 
     def add(self, card: dict[str, Any], *, uses: int, exp: int, now: int) -> InviteRow:
         if isinstance(uses, bool) or not isinstance(uses, int) or uses < 1:
