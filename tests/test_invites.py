@@ -241,6 +241,12 @@ def test_join_through_a_door_then_talk() -> None:
             assert [m["text"] for m in store.inbox()] == ["hello Ines"]  # not held
         finally:
             store.close()
+        code, listing = run_json("invite", "contacts", "--as", "jo")
+        assert [(c["did"], c["how"]) for c in listing["contacts"]] == [(door.did,
+                                                                        "joined-invite")]
+        code, listing = run_json("invite", "contacts", "--as", "ines")
+        assert [(c["name"], c["how"]) for c in listing["contacts"]] == [("jo",
+                                                                         "claimed-invite")]
         # the same invite (one use) cannot bring in a second joiner
         new_identity("kim")
         code, doc = run_json("join", text, "--as", "kim")

@@ -155,6 +155,29 @@ def revoke(as_: AsOpt, nonce: Annotated[str, typer.Argument(help="The invite's n
     say(f"{row.nonce}\trevoked")
 
 
+@app.command("contacts")
+@handles_errors
+def contacts(as_: AsOpt, db: DbOpt = None, keys: KeysOpt = None,
+             json_out: JsonOpt = False) -> None:
+    """Who you met through invites (either way): DID, the name they gave, their addresses."""
+    from muretai_cli.inbox.invites import InviteStore
+
+    ident = load_identity(as_, keys)
+    store = open_store(ident, db)
+    try:
+        rows = InviteStore(store.db).contacts()
+    finally:
+        store.close()
+    if json_out:
+        emit_json({"ok": True, "as": ident.name, "contacts": [c.to_json() for c in rows]})
+        return
+    for c in rows:
+        where = c.url or c.relay or "-"
+        say(f"{c.did}\t{safe(c.name)!r} (their words)\t{safe(where)}\t{c.how}")
+    if not rows:
+        note(f"{ident.name} has met no one through an invite yet")
+
+
 @app.command("verify")
 @handles_errors
 def verify(invite: InviteArg, now: NowOpt = None, json_out: JsonOpt = False) -> None:
