@@ -13,6 +13,7 @@ from muretai_cli.errors import MuretaiError
 from muretai_cli.seam import (
     ENVELOPE_MAX_AGE,
     ENVELOPE_MAX_AHEAD,
+    MESSAGE_WINDOW,
     check_fresh,
     verify_card_envelope,
     verify_envelope,
@@ -20,15 +21,13 @@ from muretai_cli.seam import (
 from muretai_cli.urls import BaseUrl, same_base
 from muretai_cli.verdict import Reason, Verdict, error, warning
 
-DEFAULT_WINDOW = 300
-
 
 def _failed(subject: str, exc: MuretaiError, facts: dict[str, Any] | None = None) -> Verdict:
     return Verdict.of(subject, [error(exc.code, exc.detail)], facts)
 
 
 def check_message(doc: object, *, to_did: str, now: int,
-                  window: int = DEFAULT_WINDOW) -> Verdict:
+                  window: int = MESSAGE_WINDOW) -> Verdict:
     """A ``message/send`` request or bare A2A message, signed for ``to_did``, fresh at ``now``."""
     try:
         env = envelope_of(doc)

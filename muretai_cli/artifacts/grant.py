@@ -21,7 +21,13 @@ from muretai_cli.artifacts._signed import (
     verify_object,
 )
 from muretai_cli.errors import Refused
-from muretai_cli.seam import SigningKey, canonical_bytes, check_fresh, verify_signature
+from muretai_cli.seam import (
+    MESSAGE_WINDOW,
+    SigningKey,
+    canonical_bytes,
+    check_fresh,
+    verify_signature,
+)
 
 GRANT_TYP = "muretai/contact-grant/1"
 DEFAULT_TTL = 7 * 86400
@@ -91,7 +97,7 @@ def redeem_params(key: SigningKey, grant: Mapping[str, Any], *, now: int) -> dic
     return {"grant": dict(grant), "from": key.did, "timestamp": now, "sig": sig}
 
 
-def check_redeem(params: object, *, door_did: str, now: int, window: int = 300
+def check_redeem(params: object, *, door_did: str, now: int, window: int = MESSAGE_WINDOW
                  ) -> tuple[dict[str, Any], str]:
     """Verify ``contact/redeem`` params at the door; returns ``(grant, redeemer DID)``.
 

@@ -28,6 +28,7 @@ from typing import Any
 from muretai_cli.artifacts._signed import int_field, object_payload, str_field, verify_object
 from muretai_cli.errors import InputError, Refused
 from muretai_cli.seam import (
+    MESSAGE_WINDOW,
     SigningKey,
     canonical_bytes,
     check_fresh,
@@ -42,7 +43,7 @@ INVITE_PREFIX = "muretai:invite:"
 CLAIM_METHOD = "onboard/claim"
 CLAIM_TEXT = "onboard/claim"
 CLAIM_CONTEXT_PREFIX = "muretai-claim:"
-CLAIM_WINDOW = 300
+CLAIM_WINDOW = MESSAGE_WINDOW  # a claim is a signed message: the same freshness rule
 MAX_NAME = 200
 MAX_NONCE = 256
 MAX_INVITE_TEXT = 16 * 1024

@@ -32,18 +32,21 @@ def message(
     files: FilesArg,
     to: Annotated[str, typer.Option("--to", help="Your DID: the recipient you expect.")],
     now: NowOpt = None,
-    window: Annotated[int, typer.Option("--window", min=0,
-                                        help="Freshness window, seconds (±).")] = 300,
+    window: Annotated[int | None, typer.Option(
+        "--window", min=0, show_default=False,
+        help="Freshness window, seconds (±); default: the seam's message window, 300.")] = None,
     fmt: FormatOpt = "text",
     json_out: JsonOpt = False,
 ) -> None:
     """Verify signed A2A messages (message/send requests or bare messages) addressed to --to."""
     from muretai_cli.offline import check_message
+    from muretai_cli.seam import MESSAGE_WINDOW
 
+    span = MESSAGE_WINDOW if window is None else window
     did_option(to, "--to")
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,
-                 lambda doc: check_message(doc, to_did=to, now=when, window=window),
+                 lambda doc: check_message(doc, to_did=to, now=when, window=span),
                  lambda item: f"from {item.get('from')}", fmt=fmt)
 
 

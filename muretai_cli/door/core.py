@@ -329,6 +329,8 @@ class Door:
 
 def terms(did: str, endpoint: str, policy: str) -> dict[str, Any]:
     """The door's terms, published on the card and returned to a keyless walk-in (one object)."""
+    from muretai_cli.seam import MESSAGE_WINDOW
+
     return {
         "scheme": SCHEME,
         "instruction": "Make an Ed25519 key pair (any crypto library), derive your did:key, "
@@ -348,8 +350,8 @@ def terms(did: str, endpoint: str, policy: str) -> dict[str, Any]:
                             "is still signed.",
         "signature": "metadata.sig = standard padded base64 of the 64-byte Ed25519 signature "
                      "over those bytes",
-        "timestamp": "metadata.timestamp = integer epoch seconds, within 300 s of this door's "
-                     "clock",
+        "timestamp": f"metadata.timestamp = integer epoch seconds, within {MESSAGE_WINDOW} s "
+                     "of this door's clock",
         "exampleRequest": {
             "jsonrpc": "2.0", "id": 1, "method": "message/send",
             "params": {"message": {

@@ -12,13 +12,12 @@ from typing import Any
 
 from muretai_cli.artifacts.message import text_of_parts
 from muretai_cli.errors import MuretaiError
+from muretai_cli.seam import MAX_SAFE_INT
 
 MAX_BODY = 1024 * 1024
 MAX_TEXT = 64 * 1024
 MAX_ID = 256  # characters of messageId and of contextId (the seam's cap on messageId)
-WINDOW = 300
 METHODS = ("message/send", "contact/redeem", "onboard/claim")
-MAX_SAFE = 2**53
 
 MESSAGES = {
     -32700: "Parse error",
@@ -61,15 +60,15 @@ def refused(code: int, exc: MuretaiError) -> RpcError:
 
 
 def safe_id(value: object) -> str | int | float | None:
-    """The JSON-RPC id to echo: a string, a number within ±2**53, or null (AE-23)."""
+    """The JSON-RPC id to echo: a string, a number within ±(2**53-1), or null (AE-23)."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if -MAX_SAFE <= value <= MAX_SAFE else None
+        return value if -MAX_SAFE_INT <= value <= MAX_SAFE_INT else None
     if isinstance(value, float):
-        return value if math.isfinite(value) and abs(value) <= MAX_SAFE else None
+        return value if math.isfinite(value) and abs(value) <= MAX_SAFE_INT else None
     return None
 
 
@@ -169,7 +168,7 @@ def fresh(timestamp: int, now: int) -> None:
     from muretai_cli.seam import check_fresh
 
     try:
-        check_fresh(timestamp, now, WINDOW)
+        check_fresh(timestamp, now)
     except MuretaiError as exc:
         raise refused(-32002, exc) from None
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from muretai_cli.errors import InputError, Refused
 from muretai_cli.home import home_dir
+from muretai_cli.seam import MESSAGE_WINDOW
 
 if TYPE_CHECKING:
     from muretai_cli.db import Database, Schema, Tx
@@ -118,7 +119,7 @@ def door_schema() -> Schema:
 
 
 SenderStatus = Literal["allowed", "blocked", "approved", "rejected"]
-REPLAY_WINDOW = 600
+REPLAY_WINDOW = 2 * MESSAGE_WINDOW  # a messageId is remembered as long as it could be fresh
 
 
 def doors_dir() -> Path:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     )
     from muretai_cli.seam._ed25519 import SigningKey, verify_signature
     from muretai_cli.seam._envelope import (
+        MESSAGE_WINDOW,
         SIGNED_FIELDS,
         check_fresh,
         sign_envelope,
@@ -89,7 +90,8 @@ _WHERE = {
     "MAX_B58_LEN": "_didkey", "did_from_public": "_didkey", "public_from_did": "_didkey",
     "verifying_key_from_did": "_didkey", "x25519_from_ed25519_public": "_didkey",
     "SigningKey": "_ed25519", "verify_signature": "_ed25519",
-    "SIGNED_FIELDS": "_envelope", "check_fresh": "_envelope", "sign_envelope": "_envelope",
+    "MESSAGE_WINDOW": "_envelope", "SIGNED_FIELDS": "_envelope", "check_fresh": "_envelope",
+    "sign_envelope": "_envelope",
     "signing_payload": "_envelope", "six_fields": "_envelope", "verify_envelope": "_envelope",
     "listen_token_payload": "_relay", "relay_send_payload": "_relay",
     "sign_listen_token": "_relay", "sign_relay_send": "_relay",
@@ -113,6 +115,7 @@ __all__ = [
     "ENVELOPE_MAX_AHEAD",
     "MAX_B58_LEN",
     "MAX_SAFE_INT",
+    "MESSAGE_WINDOW",
     "SIGNED_FIELDS",
     "SMALL_ORDER_ENCODINGS",
     "DomainLink",

@@ -87,7 +87,12 @@ def verify_envelope(env: Mapping[str, Any], *, to_did: str) -> dict[str, Any]:
     return fields
 
 
-def check_fresh(timestamp: int, now: int, window: int) -> None:
+# How far a signed message's timestamp may stray from the verifier's clock, either way: the
+# door, the reply check, offline `verify message`, a redeem and a claim all judge by it.
+MESSAGE_WINDOW = 300
+
+
+def check_fresh(timestamp: int, now: int, window: int = MESSAGE_WINDOW) -> None:
     """Refuse a timestamp more than ``window`` seconds from ``now``, in either direction."""
     skew = timestamp - now
     if skew > window:

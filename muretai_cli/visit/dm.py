@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.handoff import CardSource, EntryCheck
 
-REPLY_WINDOW = 300
 METHOD_NOT_FOUND = -32601
 Redeemed = Literal["redeemed", "open-door", "not-needed"]
 # "message": the signed messageId is derived from the one sent; "conversation": only the
@@ -283,7 +282,7 @@ def check_signed_reply(message: object, *, door_did: str, me: str, sent: Sent, n
         reasons.append(error("reply-to-other", f"the reply is addressed to {fields['to']}, "
                                                f"not to you ({me})"))
     try:
-        check_fresh(fields["timestamp"], now, REPLY_WINDOW)
+        check_fresh(fields["timestamp"], now)
     except Refused as exc:
         reasons.append(error(f"reply-{exc.code}", f"the reply's {exc.detail}"))
     try:
