@@ -76,12 +76,14 @@ def test_batch_worst_exit(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("5m", 300),
                                                ("2h", 7200), ("7d", 604800), ("1w", 604800),
-                                               ("30D", 2592000)])
+                                               ("30D", 2592000), ("1.5d", 129600),
+                                               ("1.5h", 5400), ("2.5s", 2)])
 def test_durations(text: str, seconds: int) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "0", "0d", "-1d", "1.5d", "7 days", "1y", "d"])
+@pytest.mark.parametrize("text", ["", "0", "0d", "-1d", "0.5s", "1.d", ".5h", "7 days", "1y",
+                                  "d", "1e3"])
 def test_bad_durations(text: str) -> None:
     with pytest.raises(InputError):
         parse_duration(text)
@@ -89,9 +91,19 @@ def test_bad_durations(text: str) -> None:
 
 def test_timeout_seconds() -> None:
     assert parse_seconds("1.5") == 1.5 and parse_seconds("2m") == 120
-    for bad in ("0", "-1", "nan", "inf", "soon"):
+    assert parse_seconds("1.5s") == 1.5 and parse_seconds("0.5m") == 30
+    for bad in ("0", "-1", "nan", "inf", "soon", "1e3"):
         with pytest.raises(InputError):
             parse_seconds(bad)
+
+
+def test_each_duration_hint_shows_units_that_fit() -> None:
+    with pytest.raises(InputError) as lifetime:
+        parse_duration("soon", name="--expires")
+    with pytest.raises(InputError) as timeout:
+        parse_seconds("soon")
+    assert "7d" in str(lifetime.value.hint) and "1.5s" not in str(lifetime.value.hint)
+    assert "1.5s" in str(timeout.value.hint) and "7d" not in str(timeout.value.hint)
 
 
 def test_grant_ids_are_128_bit_hex_and_never_look_like_an_option() -> None:

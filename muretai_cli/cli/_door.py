@@ -166,7 +166,7 @@ def serve(
 def issue(
     ctx: typer.Context,
     uses: Annotated[int, typer.Option("--uses", help="How many senders may redeem it.")],
-    expires: Annotated[str, typer.Option("--expires", help="Lifetime: 30m, 12h, 7d, 2w.")] = "7d",
+    expires: Annotated[str, typer.Option("--expires", help="Lifetime: 30m, 1.5h, 7d, 2w.")] = "7d",
     purpose: Annotated[str | None, typer.Option("--purpose", help="Why it was issued.")] = None,
     json_out: JsonOpt = False,
 ) -> None:

@@ -91,7 +91,7 @@ def attest(
     role: Annotated[str | None, typer.Option("--role", help="The member's role.",
                                              show_default=False)] = None,
     expires: Annotated[str | None, typer.Option(
-        "--expires", help="Valid for this long (s/m/h/d/w, e.g. 30d); default: no expiry.",
+        "--expires", help="Valid for this long (e.g. 12h, 30d, 1.5w); default: no expiry.",
         show_default=False)] = None,
     keys: KeysOpt = None,
     json_out: JsonOpt = False,

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from muretai_cli.visit.handoff import HandoffReport
 
 TimeoutOpt = Annotated[str, typer.Option(
-    "--timeout", help="Deadline shared by every request of this command: seconds, or 30s/2m.")]
+    "--timeout", metavar="DURATION",
+    help="Deadline shared by every request of this command: seconds (1.5), or 30s, 2m.")]
 MaxBytesOpt = Annotated[int, typer.Option(
     "--max-bytes", min=1, help="Abandon any response larger than this many bytes.")]
 NowOpt = Annotated[int | None, typer.Option(
