@@ -114,14 +114,31 @@ def test_never_overwrites(tmp_path: Path, _isolated_env: Path) -> None:
 def test_loose_key_file_refused_with_the_chmod_fix(_isolated_env: Path) -> None:
     assert run("id", "new", "alice").exit_code == 0
     path = _isolated_env / "keys" / "alice.key"
+    did = json.loads(run("id", "show", "alice", "--json").stdout)["did"]
     os.chmod(path, 0o644)
-    for args in (["id", "show", "alice"], ["id", "list"]):
+    for args in (["id", "list"], ["sign", "message", "hi", "--as", "alice", "--to", did]):
         result = run(*args)
         assert result.exit_code == 2, args
         assert "key-file-permissions" in result.stderr
         assert str(path) in result.stderr
         assert f"chmod 600 {path}" in result.stderr
         assert "Traceback" not in result.output
+
+
+def test_id_show_is_public_data_even_with_loose_permissions(_isolated_env: Path) -> None:
+    assert run("id", "new", "alice").exit_code == 0
+    path = _isolated_env / "keys" / "alice.key"
+    did = json.loads(run("id", "show", "alice", "--json").stdout)["did"]
+    os.chmod(path, 0o640)
+    result = run("id", "show", "alice")
+    assert result.exit_code == 0 and did in result.stdout
+    assert "warning: key-file-permissions" in result.stderr and "(mode 640)" in result.stderr
+    assert f"chmod 600 {path}" in result.stderr
+    doc = json.loads(run("id", "show", "alice", "--json").stdout)
+    assert doc["ok"] is True and doc["did"] == did
+    assert [w["code"] for w in doc["warnings"]] == ["key-file-permissions"]
+    os.chmod(path, 0o600)
+    assert json.loads(run("id", "show", "alice", "--json").stdout)["warnings"] == []
 
 
 def test_keys_precedence_flag_over_env_over_home(tmp_path: Path, _isolated_env: Path) -> None:

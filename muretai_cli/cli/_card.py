@@ -40,7 +40,7 @@ def fetch(
     from muretai_cli.visit.card import fetch_card
 
     if did is not None:
-        did_option(did, "--did")
+        did = did_option(did, "--did")
     with make_client(timeout, max_bytes) as client, progress(f"fetching {url}"):
         check = fetch_card(url, client=client, now=now_or_clock(now), expected_did=did,
                            require_signed=require_signed, pins=PinStore(), trust=TrustList())

@@ -85,14 +85,26 @@ def show(
     keys: KeysOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Show an identity's DID and public key (hex and multibase); never its seed."""
-    from muretai_cli.did import describe_did
+    """Show an identity's DID and public key (hex and multibase); never its seed.
 
-    ident = _store(keys).load(name)
+    Works on a key file open to group or others (with a warning): this is public data.
+    Signing with such a file is still refused.
+    """
+    from muretai_cli.did import describe_did
+    from muretai_cli.home import open_to_others
+
+    ident = _store(keys).load(name, allow_loose=True)
     info = describe_did(ident.did)
+    warnings = []
+    loose = open_to_others(ident.path)
+    if loose is not None:
+        warnings.append({"code": "key-file-permissions", "message": (
+            f"{ident.path} is open to group or others (mode {loose:03o}); signing with it is "
+            f"refused until `chmod 600 {ident.path}`")})
+        note(f"warning: key-file-permissions: {warnings[0]['message']}")
     out = {"ok": True, "name": name, "did": ident.did, "created": ident.created,
            "publicKeyHex": info["publicKeyHex"], "publicKeyMultibase": info["publicKeyMultibase"],
-           "path": str(ident.path)}
+           "path": str(ident.path), "warnings": warnings}
     if doc:
         out["didDocument"] = info["didDocument"]
     if json_out:

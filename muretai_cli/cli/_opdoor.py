@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, emit_json, handles_errors, note, safe, say
+from muretai_cli.cli._out import JsonOpt, did_option, emit_json, handles_errors, note, safe, say
 from muretai_cli.cli._visitout import quoted
-from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.store import DoorStore
@@ -166,18 +165,8 @@ def senders_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         note("no listed senders")
 
 
-def _check_did(did: str) -> str:
-    from muretai_cli.seam import public_from_did
-
-    try:
-        public_from_did(did)
-    except Exception:
-        raise InputError("bad-did", f"{safe(did, limit=80)!r} is not a did:key") from None
-    return did
-
-
 def _set(ctx: typer.Context, did: str, status: Any, json_out: bool, verb: str) -> None:
-    did = _check_did(did)
+    did = did_option(did, "DID")
     store = _store(ctx)
     try:
         store.set_sender(did, status, int(time.time()))

@@ -145,7 +145,7 @@ def dm(
     from muretai_cli.home import ConnectionStore, PinStore, TrustList
     from muretai_cli.visit.dm import contact_and_dm
 
-    did_option(did, "DID")
+    did = did_option(did, "DID")
     text = message_text(message, message_file)
     grant_or_url = connect_value(connect)
     ident = op_identity(ctx)

@@ -41,9 +41,14 @@ AsOpt = Annotated[str | None, typer.Option(
 MAX_INPUT_BYTES = 1024 * 1024
 
 
+def chosen_identity(as_: str | None) -> str | None:
+    """The identity named by ``--as``, else by ``$MURETAI_AS``, else None."""
+    return as_ or os.environ.get(AS_ENV) or None
+
+
 def identity_name(as_: str | None) -> str:
     """The identity named by ``--as``, else by ``$MURETAI_AS``; a usage error if neither."""
-    name = as_ or os.environ.get(AS_ENV)
+    name = chosen_identity(as_)
     if not name:
         raise InputError("no-identity", f"which identity? give --as NAME or set {AS_ENV}=NAME",
                          hint="`muretai id list` shows your identities")
@@ -234,11 +239,14 @@ def verify_batch(files: list[str], json_out: bool, check: Callable[[object], Ver
     raise typer.Exit(render_batch(results, json_out, summary, fmt=fmt, suite=suite))
 
 
-def did_option(value: str, name: str) -> str:
-    """A DID the user typed: a malformed one is a usage error (exit 2 ``bad-did``) naming the
-    option or argument, never a refusal from a peer."""
+def did_option(value: str, name: str, *, keys: Path | None = None) -> str:
+    """A DID the user typed, or a name for one: one of your identities (in ``keys``) or an
+    org on your trust list, resolved and said on stderr. A malformed DID or an unknown name
+    is a usage error (exit 2 ``bad-did``) naming the option, never a refusal from a peer."""
     from muretai_cli.seam import public_from_did
 
+    if not value.startswith("did:"):
+        return _did_named(value, name, keys)
     try:
         public_from_did(value)
     except MuretaiError as exc:
@@ -246,3 +254,22 @@ def did_option(value: str, name: str) -> str:
                                     f"{exc.detail}", hint="a did:key looks like did:key:z6Mk…"
                          ) from None
     return value
+
+
+def _did_named(value: str, name: str, keys: Path | None) -> str:
+    from muretai_cli.home import dids_named, keys_dir
+
+    found = dids_named(value, keys_dir(keys))
+    shown = safe(value, limit=120)
+    if not found:
+        raise InputError("bad-did", f"{name} {shown!r} is neither a did:key nor a name this "
+                                    "machine knows",
+                         hint="give a did:key (did:key:z6Mk…), one of your identities "
+                              "(`muretai id list`) or a trusted org (`muretai org list`)")
+    if len(found) > 1:
+        raise InputError("ambiguous-name", f"{name} {shown!r} names {len(found)} DIDs: " +
+                         "; ".join(f"{what}: {did}" for did, what in found),
+                         hint="give the DID itself")
+    did, what = found[0]
+    note(f"{name} {shown} = {did} ({safe(what, limit=120)})")
+    return did

@@ -54,7 +54,7 @@ def message(
     from muretai_cli.artifacts.message import build_message_send, signed_message
     from muretai_cli.errors import InputError
 
-    did_option(to, "--to")
+    to = did_option(to, "--to", keys=keys)
     if text == "-":
         try:
             text = read_input("-", limit=65536).decode("utf-8")

@@ -43,7 +43,7 @@ def message(
     from muretai_cli.seam import MESSAGE_WINDOW
 
     span = MESSAGE_WINDOW if window is None else window
-    did_option(to, "--to")
+    to = did_option(to, "--to")
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,
                  lambda doc: check_message(doc, to_did=to, now=when, window=span),
@@ -65,7 +65,7 @@ def card(
     from muretai_cli.offline import check_card_envelope
     from muretai_cli.urls import base_from_any
 
-    did_option(did, "--did")
+    did = did_option(did, "--did")
     base = base_from_any(origin, require_https=False) if origin else None
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,

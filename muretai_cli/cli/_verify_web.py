@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
         from muretai_cli.seam import verify_domain_linkage as verify_one
         from muretai_cli.verdict import Verdict
 
-        did_option(did, "--did")
+        did = did_option(did, "--did")
         clock = int(time.time()) if now is None else now
 
         def check(doc: object) -> Verdict:

@@ -12,10 +12,12 @@ from muretai_cli.home._files import (
     atomic_write,
     ensure_private_dir,
     home_dir,
+    open_to_others,
     read_json_file,
     write_json_file,
 )
 from muretai_cli.home._keys import Identity, KeyStore, keys_dir, valid_name
+from muretai_cli.home._names import dids_named
 from muretai_cli.home._pins import Pin, PinStore
 from muretai_cli.home._records import KeyStatePins, MintedRecords
 from muretai_cli.home._trust import TrustedOrg, TrustList
@@ -32,9 +34,11 @@ __all__ = [
     "TrustList",
     "TrustedOrg",
     "atomic_write",
+    "dids_named",
     "ensure_private_dir",
     "home_dir",
     "keys_dir",
+    "open_to_others",
     "read_json_file",
     "valid_name",
     "write_json_file",

@@ -20,6 +20,18 @@ def home_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(value).expanduser() if value else Path.home() / ".muretai"
 
 
+def open_to_others(path: Path) -> int | None:
+    """The permission bits of ``path`` when its group or others have any access, else None
+    (also None when it cannot be stat'ed)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    return stat.S_IMODE(mode) if mode & 0o077 else None
+
+
 def ensure_private_dir(path: Path, *, gitignore: bool = True) -> Path:
     """Create ``path`` and any missing parents (each mode 700), with a ``.gitignore`` of ``*``.
 

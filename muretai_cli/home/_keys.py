@@ -70,7 +70,7 @@ def _load_signing_key(path: Path) -> SigningKey:
     return SigningKey(parse_seed_hex(str(data.get("seed", "")), str(path)))
 
 
-def _read_key_file(path: Path) -> dict[str, object]:
+def _read_key_file(path: Path, *, allow_loose: bool = False) -> dict[str, object]:
     try:
         st = path.lstat()
     except FileNotFoundError:
@@ -78,7 +78,7 @@ def _read_key_file(path: Path) -> dict[str, object]:
                          hint="list identities with `muretai id list`") from None
     if not stat.S_ISREG(st.st_mode):
         raise InputError("bad-key-file", f"{path} is not a regular file")
-    if st.st_mode & 0o077:
+    if st.st_mode & 0o077 and not allow_loose:
         raise InputError("key-file-permissions",
                          f"{path} is open to group or others "
                          f"(mode {stat.S_IMODE(st.st_mode):03o}); refusing to use it",
@@ -117,10 +117,14 @@ class KeyStore:
         atomic_write(path, (json.dumps(body, indent=2) + "\n").encode(), mode=0o600)
         return Identity(name, key.did, created, path)
 
-    def load(self, name: str) -> Identity:
+    def load(self, name: str, *, allow_loose: bool = False) -> Identity:
+        """The identity ``name``. A key file open to group or others is refused, unless
+        ``allow_loose`` (public data only: ``signing_key()`` still refuses it)."""
+        from muretai_cli.seam import SigningKey
+
         path = self.path_of(name)
-        data = _read_key_file(path)
-        key = _load_signing_key(path)
+        data = _read_key_file(path, allow_loose=allow_loose)
+        key = SigningKey(parse_seed_hex(str(data.get("seed", "")), str(path)))
         if data.get("did") not in (None, key.did):
             raise InputError("bad-key-file", f"{path}: the stored did does not match its seed")
         created = data.get("created")
