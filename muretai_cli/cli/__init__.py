@@ -158,6 +158,12 @@ def _add_join(app: typer.Typer) -> None:
     _invite.register_join(app)
 
 
+def _add_doctor(app: typer.Typer) -> None:
+    from muretai_cli.cli import _doctor
+
+    app.command("doctor")(_doctor.doctor)
+
+
 def _add_demo(app: typer.Typer) -> None:
     from muretai_cli.cli import _demo
 
@@ -184,6 +190,7 @@ _REGISTER: dict[str, Callable[[typer.Typer], None]] = {
     "site": _add_site,
     "invite": _add_invite,
     "join": _add_join,
+    "doctor": _add_doctor,
     "demo": _add_demo,
 }
 
