@@ -148,18 +148,20 @@ def _every_command(group: object, path: tuple[str, ...] = ()) -> list[tuple[str,
     return found
 
 
-def test_help_shows_flags_as_flags_and_values_by_name() -> None:
+def test_help_shows_flags_as_flags_and_values_by_name(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
     import typer.main
 
     from muretai_cli.cli import app
 
-    tree = typer.main.get_command(app)
+    tree = typer.main.get_command(app)  # built once; each help rendered from it
     paths = _every_command(tree)
     assert len(paths) > 40
     for path in paths:
-        result = run(*path, "--help")
-        assert result.exit_code == 0, (path, result.output)
-        text = result.stdout
+        capsys.readouterr()
+        code = tree.main([*path, "--help"], prog_name="muretai", standalone_mode=False)
+        text = capsys.readouterr().out
+        assert code in (0, None) and "Usage: muretai" in text, (path, text)
         usage = next(line for line in text.splitlines() if "Usage:" in line)
         assert "{" not in usage, (path, usage)
         for junk in ("<bool>", "<str>", "<int", "<list", "<path", "[x>", "[x<"):
