@@ -13,11 +13,12 @@ from typing import Any
 import httpx
 
 from muretai_cli.artifacts.message import build_message, build_message_send
-from muretai_cli.door.app import bind, build_app, server_config
+from muretai_cli.door.app import build_app
 from muretai_cli.door.core import Door, DoorConfig
 from muretai_cli.home import KeyStore, keys_dir
 from muretai_cli.inbox.store import DoorStore, db_path, open_door_store
 from muretai_cli.seam import SigningKey, sign_envelope
+from muretai_cli.transport.server import bind, server_config
 from muretai_cli.urls import parse_base_url
 from tests.servers import run_uvicorn
 
@@ -87,7 +88,8 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
         init_door_store(ident.did, db)
     door = Door(key, config, open_door_store(ident.did, db) if db
                 else DoorStore(db_path(ident.did)))
-    config = server_config(build_app(door), door, host="127.0.0.1", port=port, http=http)
+    config = server_config(build_app(door), host="127.0.0.1", port=port, http=http,
+                           slow_seconds=slow, max_connections=config.max_connections)
     with run_uvicorn(config, sock):
         yield Live(base.text, base.origin, door, key, name, f"http://127.0.0.1:{port}", db)
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from muretai_cli.door.app import bind, build_app, server_config
+from muretai_cli.door.app import build_app
 from muretai_cli.door.core import Door, DoorConfig
 from muretai_cli.home import KeyStore, keys_dir
 from muretai_cli.inbox.store import DoorStore, db_path
@@ -23,6 +23,7 @@ from muretai_cli.seam import (
     sign_directory,
     sign_domain_linkage,
 )
+from muretai_cli.transport.server import bind, server_config
 from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH, LEGACY_CARD_PATH, parse_base_url
 from tests.servers import run_uvicorn
 
@@ -97,6 +98,8 @@ def fixture_site(name: str = "site") -> Iterator[FixtureSite]:
         ("GET", "/robots.txt"): (200, {"content-type": "text/plain"},
                                  b"User-agent: *\nAllow: /\nUser-agent: GPTBot\nDisallow: /x\n"),
     }
-    config = server_config(site, door, host="127.0.0.1", port=port)  # type: ignore[arg-type]
+    config = server_config(site, host="127.0.0.1", port=port,
+                           slow_seconds=door.config.slow_seconds,
+                           max_connections=door.config.max_connections)
     with run_uvicorn(config, sock):
         yield site

@@ -118,8 +118,9 @@ def serve(
     import uvicorn
 
     from muretai_cli.db import is_postgres_url
-    from muretai_cli.door.app import bind, build_app, server_config
+    from muretai_cli.door.app import build_app
     from muretai_cli.door.core import Door, DoorConfig
+    from muretai_cli.transport.server import bind, server_config
 
     # Several processes on one store share rate limits through it (PostgreSQL: any number
     # of serve processes may share the database, so always).
@@ -148,8 +149,9 @@ def serve(
         door = Door(signing_key, config, store if workers == 1
                     else open_store(ident, db, durable=durable))
         app = build_app(door)
-        uvicorn.Server(server_config(app, door, host=host, port=bound[1], http=http)).run(
-            sockets=[sock])
+        uvicorn.Server(server_config(app, host=host, port=bound[1], http=http,
+                                     slow_seconds=slow_seconds,
+                                     max_connections=max_connections)).run(sockets=[sock])
 
     note(f"listening on http://{shown}:{bound[1]} as {ident.did}"
          + (f" ({workers} workers)" if workers > 1 else ""))

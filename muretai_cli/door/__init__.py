@@ -5,7 +5,7 @@ relay drain.
 
     rate.py    per-sender and door-wide token buckets
     core.py    Door: the card and its envelope, the ladder in order, signed replies
-    app.py     the starlette app, exact routes, body cap and slow-request bounds (uvicorn)
+    app.py     the starlette app: exact routes and the body cap (served by ``transport/``)
 
 Imports starlette/uvicorn/sqlite3 only from its submodules, so the CLI pays for them only in
 the commands that use them.

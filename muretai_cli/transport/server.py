@@ -1,0 +1,211 @@
+"""uvicorn, with the bounds a public server needs.
+
+- The request line and headers must arrive within ``slow_seconds`` of the server starting
+  to wait for them (408, then close); the time they took counts against the body too
+  (``asgi.STARTED``).
+- Headers over ``MAX_HEADER_BYTES`` are 400 on the httptools parser (h11 has its own bound).
+- A response's head and body leave in one ``send`` (``_Coalescing``).
+- ``max_connections`` bounds open connections and in-flight requests (503 past it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    _HAVE_HTTPTOOLS = True
+except ImportError:  # pragma: no cover - httptools is optional for uvicorn
+    _HAVE_HTTPTOOLS = False
+    HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
+
+from muretai_cli.transport.asgi import STARTED
+
+if TYPE_CHECKING:
+    import socket
+
+    import uvicorn
+
+MAX_HEADER_BYTES = 64 * 1024
+_TIMEOUT_BODY = b'{"error":"request headers did not arrive in time"}'
+_TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+                b"content-length: " + str(len(_TIMEOUT_BODY)).encode() +
+                b"\r\nconnection: close\r\n\r\n" + _TIMEOUT_BODY)
+
+
+class _Coalescing:
+    """A transport whose writes within one loop step leave as one ``send``.
+
+    uvicorn writes a response's head and body separately; two syscalls per answer cost
+    more CPU than the whole ladder's cheap rungs.
+    """
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        if not self._pending:
+            self._loop.call_soon(self.flush)
+        self._pending.append(data)
+
+    def flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class SlowAwareH11(H11Protocol):
+    """uvicorn's h11 protocol, plus a deadline for the request line and headers (408)."""
+
+    header_seconds = 10.0
+    _header_timer: asyncio.TimerHandle | None = None
+    _started = 0.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
+        self._watch_headers()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch_headers()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_header_timer()
+        super().connection_lost(exc)
+
+    def _stop_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _watch_headers(self) -> None:
+        waiting = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+        if waiting and self._header_timer is None:
+            self._started = self.loop.time()
+            self._header_timer = self.loop.call_later(self.header_seconds, self._headers_late)
+        elif not waiting and self._header_timer is not None:
+            self._stop_header_timer()
+            self.scope[STARTED] = self._started  # type: ignore[literal-required]
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE \
+                and not self.transport.is_closing():
+            self.transport.write(_TIMEOUT_408)
+            self.transport.close()
+
+
+class SlowAwareHttpTools(HttpToolsProtocol):
+    """uvicorn's httptools protocol, with the same header deadline, a header-size bound, and
+    absolute-form request-targets kept as written (so they match no route: 404)."""
+
+    header_seconds = 10.0
+    _header_timer: asyncio.TimerHandle | None = None
+    _awaiting_headers = True
+    _header_bytes = 0
+    _started = 0.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._header_timer is None and not self.transport.is_closing():
+            self._started = self.loop.time()
+            self._header_timer = self.loop.call_later(self.header_seconds, self._headers_late)
+
+    def _stop(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._awaiting_headers:
+            end = data.find(b"\r\n\r\n")
+            self._header_bytes += len(data) if end < 0 else end
+            if self._header_bytes > MAX_HEADER_BYTES:
+                self._stop()
+                self.send_400_response("Request headers too large.")
+                return
+            self._arm()
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        self._awaiting_headers = False
+        self._stop()
+        super().on_headers_complete()
+        self.scope[STARTED] = self._started  # type: ignore[literal-required]
+        if not self.url.startswith(b"/"):
+            self.scope["raw_path"] = self.url  # absolute form: answers no route
+
+    def on_response_complete(self) -> None:
+        self._awaiting_headers = True
+        self._header_bytes = 0
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop()
+        super().connection_lost(exc)
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self._awaiting_headers and not self.transport.is_closing():
+            self.transport.write(_TIMEOUT_408)
+            self.transport.close()
+
+
+def protocol_for(slow_seconds: float, kind: str = "auto") -> type[asyncio.Protocol]:
+    """The HTTP protocol class: httptools when installed (cheaper per request), else h11."""
+    base: type[asyncio.Protocol] = SlowAwareH11
+    if kind in ("auto", "httptools") and _HAVE_HTTPTOOLS:
+        base = SlowAwareHttpTools
+    return type("BoundedHTTPProtocol", (base,), {"header_seconds": slow_seconds})
+
+
+def server_config(app: Any, *, host: str, port: int, slow_seconds: float,
+                  max_connections: int, http: str = "auto") -> uvicorn.Config:
+    """uvicorn's config for ``app`` with our protocol; ``max_connections`` 0 means no bound."""
+    import uvicorn
+
+    return uvicorn.Config(app, host=host, port=port,
+                          http=protocol_for(slow_seconds, http),
+                          lifespan="on", access_log=False, log_level="warning",
+                          timeout_keep_alive=5, server_header=False, date_header=False,
+                          proxy_headers=False,
+                          limit_concurrency=max_connections or None)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening-ready TCP socket on ``host:port`` (IPv6 when the host has a colon)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto named, so asyncio turns Nagle off on accepted sockets (a reply is two writes)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.set_inheritable(True)
+    return sock
