@@ -21,11 +21,12 @@ STARTED = "muretai.request_started"  # scope key: when the server began awaiting
 
 
 class BodyRefused(Exception):
-    """The body cannot be read: its HTTP status and a short reason for the answer."""
+    """The body cannot be read: its HTTP status, a reason code and a short reason."""
 
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, code: str, reason: str) -> None:
         super().__init__(reason)
         self.status = status
+        self.code = code  # malformed | too-large | timeout
         self.reason = reason
 
 
@@ -49,9 +50,9 @@ async def read_body(scope: Scope, receive: Receive, *, limit: int,
             try:
                 declared = int(value)
             except ValueError:
-                raise BodyRefused(400, "bad content-length") from None
+                raise BodyRefused(400, "malformed", "bad content-length") from None
             if declared > limit:
-                raise BodyRefused(413, "request body too large")
+                raise BodyRefused(413, "too-large", "request body too large")
     chunks: list[bytes] = []
     size = 0
     started = scope.get(STARTED) or asyncio.get_running_loop().time()
@@ -65,9 +66,9 @@ async def read_body(scope: Scope, receive: Receive, *, limit: int,
                 chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > limit:
-                    raise BodyRefused(413, "request body too large")
+                    raise BodyRefused(413, "too-large", "request body too large")
                 chunks.append(chunk)
                 more = message.get("more_body", False)
     except TimeoutError:
-        raise BodyRefused(408, "request body did not arrive in time") from None
+        raise BodyRefused(408, "timeout", "request body did not arrive in time") from None
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
