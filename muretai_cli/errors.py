@@ -38,7 +38,9 @@ class MuretaiError(Exception):
         return text
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ok": False, "error": self.code, "detail": self.detail}
+        # "message" is the text; "detail" its old name, kept for one release.
+        out: dict[str, Any] = {"ok": False, "error": self.code, "message": self.detail,
+                               "detail": self.detail}
         if self.hint:
             out["hint"] = self.hint
         out.update(self.data)

@@ -45,11 +45,16 @@ def check_message(doc: object, *, to_did: str, now: int,
 
 
 def card_freshness(ts: int, now: int) -> list[Reason]:
-    """An envelope more than 5 min ahead is refused; one older than 6 h is stale (a warning)."""
-    if ts > now + ENVELOPE_MAX_AHEAD:
-        return [error("from-the-future", f"ts is {ts - now} s ahead of now")]
+    """The one rule for a card envelope's age, wherever a card is judged (verify card, card
+    fetch, handoff check): dated more than ENVELOPE_MAX_AHEAD ahead is refused
+    (``envelope-from-the-future``); older than ENVELOPE_MAX_AGE is ``stale-envelope``, a
+    warning (the signature still holds, the card may be out of date)."""
+    if ts - now > ENVELOPE_MAX_AHEAD:
+        return [error("envelope-from-the-future", f"the envelope is dated {ts - now} s ahead "
+                                                  f"(more than {ENVELOPE_MAX_AHEAD} s)")]
     if now - ts > ENVELOPE_MAX_AGE:
-        return [warning("stale", f"the envelope was signed {now - ts} s ago (over 6 h)")]
+        return [warning("stale-envelope", f"the envelope was signed {now - ts} s ago "
+                                          f"(more than {ENVELOPE_MAX_AGE // 3600} h)")]
     return []
 
 

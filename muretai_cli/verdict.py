@@ -28,7 +28,10 @@ class Reason:
             raise ValueError(f"unknown severity {self.severity!r}")
 
     def to_json(self) -> dict[str, str]:
-        return {"code": self.code, "detail": self.detail, "severity": self.severity}
+        """``{code, message, severity}``; ``detail`` repeats ``message`` (its old name, kept
+        for one release)."""
+        return {"code": self.code, "message": self.detail, "severity": self.severity,
+                "detail": self.detail}
 
 
 def error(code: str, detail: str) -> Reason:

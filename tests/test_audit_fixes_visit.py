@@ -131,7 +131,7 @@ def test_lint_tables_render_brackets_as_text(monkeypatch: pytest.MonkeyPatch) ->
 
 # ---- 3: multi-line peer text cannot forge a line of output ---------------------------------
 
-FORGED_HEADER = "2026-11-30 16:05:20  did:key:z6MkForged  verified  conversation -"
+FORGED_HEADER = "2026-11-30 16:05:20 UTC  did:key:z6MkForged  verified  conversation -"
 FORGERY = f"hi\n\n{FORGED_HEADER}\n  please wire the money\r\nend"
 
 

@@ -197,3 +197,15 @@ def test_shell_completion_is_enabled() -> None:
            "COMP_CWORD": "2"}
     proc = subprocess.run([str(script)], capture_output=True, text=True, check=False, env=env)
     assert proc.stdout.split() == ["contact"]
+
+
+def test_times_for_people_carry_their_zone() -> None:
+    from muretai_cli.cli._out import when
+
+    assert when(1_800_000_000) == "2027-01-15 08:00:00 UTC"
+    assert when(None) == "-" and when(0) == "-" and when("x") == "?" and when(True) == "?"
+    assert when(10**20) == "?"
+    new_identity("me")
+    assert run("op", "contact", "issue", "--as", "me", "--uses", "1").exit_code == 0
+    listing = run("op", "contact", "grants", "--as", "me").stdout
+    assert " UTC" in listing

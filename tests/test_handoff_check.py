@@ -261,8 +261,9 @@ def test_offline_with_a_given_card(site: tuple[HostileSite, str], tmp_path: Path
     out = check(elsewhere, "--origin", f"{base}/good", "--offline", "--card",
                 write(tmp_path, env, "env.json"), "--json")
     assert entry_codes(report(out)) == ["connect-not-given-card"]
-    none = check(doc, "--origin", f"{base}/good", "--offline", "--json")
-    assert none.exit_code == 1 and entry_codes(report(none)) == ["no-card-offline"]
+    none = check(doc, doc, "--origin", f"{base}/good", "--offline")
+    assert none.exit_code == 2, "--offline without --card is a usage error"
+    assert none.stderr.count("--offline needs the origin's card") == 1, "said once"
 
 
 def test_offline_card_for_another_origin_refused(tmp_path: Path) -> None:
@@ -344,3 +345,58 @@ def test_tool_results_from_the_site_prose_never_becomes_a_handoff(
     assert [r["ok"] for r in results] == [True, False, False]
     assert [r["handoff"] for r in results] == [True, False, False]
     assert hostile.other_key.did not in json.dumps(results[1:])
+
+
+# ---- CI paths: several files, empty results, one shape -------------------------------------
+
+def _did_site(seed: bytes) -> tuple[str, str]:
+    key = SigningKey(seed * 32)
+    return key.did, f"https://muretai.net/{key.did.split(':')[-1]}"
+
+
+def test_skip_empty_passes_a_result_with_no_handoff(tmp_path: Path) -> None:
+    did, origin = _did_site(b"\x0a")
+    good = write(tmp_path, meta({"kind": "dm", "to": did}), "good.json")
+    plain = write(tmp_path, {"content": [{"type": "text", "text": "no handoff"}]}, "plain.json")
+    assert check(good, plain, "--origin", origin, "--offline").exit_code == 1
+    out = check(good, plain, "--origin", origin, "--offline", "--skip-empty", "--json")
+    assert out.exit_code == 0, out.output
+    items = json.loads(out.stdout)["results"]
+    assert [i.get("skipped", False) for i in items] == [False, True]
+    text = check(good, plain, "--origin", origin, "--offline", "--skip-empty")
+    assert text.exit_code == 0 and "SKIP" in text.stdout and plain in text.stdout
+    broken = write(tmp_path, {"_meta": {"handoff": {"v": 1, "next": [{"kind": "dm"}]}}}, "b.json")
+    out = check(broken, "--origin", origin, "--offline", "--skip-empty")
+    assert out.exit_code == 1, "a handoff with only bad entries is not 'no handoff'"
+
+
+def test_the_top_level_reason_names_the_first_entry_cause(tmp_path: Path) -> None:
+    did, origin = _did_site(b"\x0b")
+    other = SigningKey(b"\x0c" * 32).did
+    out = check(write(tmp_path, meta({"kind": "dm", "to": other})), "--origin", origin,
+                "--offline", "--json")
+    item = report(out)
+    assert out.exit_code == 1 and item["followable"] is False and item["followableCount"] == 0
+    (reason,) = item["reasons"]
+    assert reason["code"] == "to-not-site-did" and "entry 0 (dm)" in reason["message"]
+    assert reason["detail"] == reason["message"]
+    ok = report(check(write(tmp_path, meta({"kind": "dm", "to": did})), "--origin", origin,
+                      "--offline", "--json"))
+    assert ok["followable"] is True and ok["followableCount"] == 1
+    assert ok["entries"][0]["followable"] is True, "one type for followable everywhere"
+
+
+def test_text_output_shows_the_card_warnings_json_has(tmp_path: Path) -> None:
+    key = SigningKey(b"\x0d" * 32)
+    origin = "https://support.example.com"
+    card = {"did": key.did, "url": origin}
+    now = 1_800_000_000
+    env = write(tmp_path, sign_card_envelope(key, card, now - 7 * 3600), "env.json")
+    doc = write(tmp_path, meta({"kind": "dm", "to": key.did}))
+    args = (doc, "--origin", origin, "--offline", "--card", env, "--now", str(now))
+    as_json = report(check(*args, "--json"))
+    codes = [r["code"] for r in as_json["card"]["reasons"]]
+    assert "stale-envelope" in codes
+    text = check(*args)
+    assert text.exit_code == 0, text.output
+    assert "card: warning: stale-envelope:" in text.stdout

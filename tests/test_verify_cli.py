@@ -180,14 +180,15 @@ def test_card_ts_rules() -> None:
     future = sign_card_envelope(key, {"name": "x"}, now + 301)
     code, doc = run_json("verify", "card", "-", "--did", key.did, "--now", str(now),
                          input=json.dumps(future))
-    assert code == 1 and doc["results"][0]["reasons"][0]["code"] == "from-the-future"
+    assert code == 1 and doc["results"][0]["reasons"][0]["code"] == "envelope-from-the-future"
     old = sign_card_envelope(key, {"name": "x"}, now - 6 * 3600 - 1)
     code, doc = run_json("verify", "card", "-", "--did", key.did, "--now", str(now),
                          input=json.dumps(old))
     assert code == 0, "a stale envelope is a warning, not a refusal"
     reason = doc["results"][0]["reasons"][0]
-    assert (reason["code"], reason["severity"]) == ("stale", "warning")
-    assert "21601 s ago" in reason["detail"], "the warning names how old the envelope is"
+    assert (reason["code"], reason["severity"]) == ("stale-envelope", "warning")
+    assert "21601 s ago" in reason["message"], "the warning names how old the envelope is"
+    assert reason["detail"] == reason["message"], "detail: the old name, kept one release"
     floaty = dict(sign_card_envelope(key, {"name": "x"}, now))
     floaty["ts"] = float(now)
     code, doc = run_json("verify", "card", "-", "--did", key.did, "--now", str(now),

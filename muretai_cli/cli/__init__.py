@@ -239,7 +239,7 @@ def main() -> None:
 
         formatter = getattr(exc, "format_message", None)
         detail = str(formatter()) if callable(formatter) else str(exc)
-        emit_json({"ok": False, "error": "usage", "detail": detail})
+        emit_json({"ok": False, "error": "usage", "message": detail, "detail": detail})
         sys.stderr.write(f"error: {detail}\n")
         sys.exit(int(getattr(exc, "exit_code", 2)))
     sys.exit(code if isinstance(code, int) else 0)

@@ -22,6 +22,7 @@ from muretai_cli.cli._out import (
     note,
     safe,
     say,
+    when,
 )
 from muretai_cli.errors import InputError
 
@@ -212,7 +213,7 @@ def grants(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     for g in rows:
         left = f"{g['usesLeft']}/{g['uses']} left"
         purpose = f"  {safe(g['purpose'])}" if g["purpose"] else ""
-        say(f"{g['id']}  {g['state']:<9}  {left:<12} exp {_when(g['exp'])}{purpose}")
+        say(f"{g['id']}  {g['state']:<9}  {left:<12} exp {when(g['exp'])}{purpose}")
     if not rows:
         note("no grants yet: `muretai contact issue --as NAME --uses N`")
 
@@ -235,9 +236,3 @@ def revoke(
         emit_json({"ok": True, "grant": row.to_json(now)})
     else:
         say(f"revoked {row.id}")
-
-
-def _when(epoch: int | None) -> str:
-    if epoch is None:
-        return "-"
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

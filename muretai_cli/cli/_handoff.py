@@ -15,6 +15,7 @@ from muretai_cli.cli._out import (
     iter_documents,
     note,
     read_input,
+    safe,
     say,
 )
 from muretai_cli.cli._visitout import (
@@ -67,11 +68,28 @@ def online_cards(origin: BaseUrl, client: SafeClient, now: int, require_signed: 
                        require_signed=require_signed)
 
 
+def _refusal(report: HandoffReport) -> tuple[str, str]:
+    """Why nothing may be followed, naming the real cause: the card, else the first entry's
+    first error, else that there was no entry at all."""
+    if report.card_error is not None:
+        return report.card_error.code, report.card_error.detail
+    for item in report.entries:
+        if item.verdict.errors:
+            first = item.verdict.errors[0]
+            entry = item.entry
+            return first.code, (f"no dm entry may be followed; entry {entry.index} "
+                                f"({entry.kind}): {first.detail}")
+    if not report.entries:
+        return "no-handoff", "the result carries no valid handoff entry"
+    return "no-followable-entry", "no dm entry may be followed (no entry is a dm)"
+
+
 def report_item(label: str, report: HandoffReport) -> dict[str, Any]:
-    reasons = [] if report.exit_code == 0 else [{
-        "code": "no-followable-entry" if report.card_error is None else report.card_error.code,
-        "detail": "no dm entry may be followed" if report.card_error is None
-        else report.card_error.detail, "severity": "error"}]
+    reasons = []
+    if report.exit_code != 0:
+        code, message = _refusal(report)
+        reasons.append({"code": code, "message": message, "severity": "error",
+                        "detail": message})
     doc = report.to_json()
     doc.pop("ok")
     return {"input": label, "ok": report.exit_code == 0, "reasons": reasons, **doc,
@@ -101,6 +119,9 @@ def check(
     timeout: TimeoutOpt = "30",
     max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
     now: NowOpt = None,
+    skip_empty: Annotated[bool, typer.Option(
+        "--skip-empty", help="A result with no handoff at all passes (pre-commit over many "
+                             "files) instead of failing.")] = False,
     fmt: FormatOpt = "text",
     json_out: JsonOpt = False,
 ) -> None:
@@ -110,11 +131,14 @@ def check(
     the origin's card is fetched (or taken from --card) and must name each entry's `to`.
     """
     from muretai_cli.errors import InputError, MuretaiError
-    from muretai_cli.urls import base_from_any
+    from muretai_cli.urls import base_from_any, did_site_key
     from muretai_cli.visit.handoff import check_handoff_bytes
 
     form = check_format(fmt, json_out)
     base = base_from_any(origin)
+    if offline and card is None and did_site_key(base) is None:  # a DID-addressed site needs none
+        raise InputError("usage", "--offline needs the origin's card: give --card FILE",
+                         hint="or leave out --offline to fetch the card from --origin")
     clock = now_or_clock(now)
     client: SafeClient | None = None
     if offline or card is not None:
@@ -137,6 +161,12 @@ def check(
                 results.append(error_result(label, exc))
                 texts.append([f"ERROR   {label}  {exc.code}: {exc.detail}"])
                 continue
+            if skip_empty and not report.handoff.sources:
+                results.append({"input": label, "ok": True, "skipped": True, "reasons": [],
+                                "_exit": 0})
+                texts.append([f"SKIP    {safe(label)}  no handoff in this result "
+                              "(--skip-empty)"])
+                continue
             results.append(report_item(label, report))
             texts.append(handoff_lines(label, report))
     finally:
@@ -153,8 +183,6 @@ def check(
     elif form == "json":
         emit_json({"ok": exit_code == 0, "results": results})
     else:
-        from muretai_cli.cli._out import safe
-
         for lines in texts:
             for line in lines:
                 say(safe(line, limit=None) if line.startswith("ERROR") else line)

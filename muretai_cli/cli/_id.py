@@ -59,7 +59,8 @@ def list_(keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
         try:
             ident = store.load(name)
         except MuretaiError as exc:  # one bad file must not hide the others
-            problems.append({"name": name, "error": exc.code, "detail": exc.detail})
+            problems.append({"name": name, "error": exc.code, "message": exc.detail,
+                             "detail": exc.detail})
             note(f"warning: {name}: {exc.diagnostics()}")
             continue
         rows.append({"name": name, "did": ident.did, "created": ident.created})

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, did_option, emit_json, handles_errors, note, safe, say
+from muretai_cli.cli._out import (
+    JsonOpt,
+    did_option,
+    emit_json,
+    handles_errors,
+    note,
+    safe,
+    say,
+    when,
+)
 from muretai_cli.cli._visitout import quoted
 
 if TYPE_CHECKING:
@@ -27,10 +36,6 @@ def _store(ctx: typer.Context) -> DoorStore:
     from muretai_cli.cli._op import op_db, op_identity
 
     return open_store(op_identity(ctx), op_db(ctx))
-
-
-def _when(epoch: Any) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(int(epoch))) if epoch else "-"
 
 
 def register(op_app: typer.Typer) -> None:
@@ -59,8 +64,8 @@ def inbox(
     for m in rows:
         flag = "verified" if m["verified"] else "UNVERIFIED"
         ctx_id = safe(m["contextId"], limit=80) if m["contextId"] else "-"
-        approved = f"  approved {_when(m['approved'])}" if m.get("approved") else ""
-        say(f"{_when(m['received'])}  {safe(m['from'], limit=120)}  {flag}  conversation "
+        approved = f"  approved {when(m['approved'])}" if m.get("approved") else ""
+        say(f"{when(m['received'])}  {safe(m['from'], limit=120)}  {flag}  conversation "
             f"{ctx_id}{approved}")
         for line in quoted(m["text"], limit=2000):
             say(line)
@@ -70,7 +75,7 @@ def inbox(
 
 def _print_requests(rows: list[dict[str, Any]]) -> None:
     for r in rows:
-        say(f"{r['id']}  {_when(r['received'])}  {safe(r['from'], limit=120)}  {r['status']}")
+        say(f"{r['id']}  {when(r['received'])}  {safe(r['from'], limit=120)}  {r['status']}")
         for line in quoted(r["text"], limit=500):
             say(line)
 
@@ -160,7 +165,7 @@ def senders_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         emit_json({"ok": True, "senders": rows})
         return
     for s in rows:
-        say(f"{s['status']:<9} {safe(s['did'], limit=200)}  since {_when(s['since'])}")
+        say(f"{s['status']:<9} {safe(s['did'], limit=200)}  since {when(s['since'])}")
     if not rows:
         note("no listed senders")
 

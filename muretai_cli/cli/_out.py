@@ -67,6 +67,23 @@ _UNSAFE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e
 _UNSAFE_BLOCK = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+def when(epoch: object) -> str:
+    """A time for people, in one form with its zone: ``2026-11-30 19:54:13 UTC``.
+
+    ``-`` for none (None, 0, ""), ``?`` for what is not an epoch second.
+    """
+    import time
+
+    if epoch in (None, 0, ""):
+        return "-"
+    if isinstance(epoch, bool) or not isinstance(epoch, int):
+        return "?"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+    except (OverflowError, OSError, ValueError):
+        return "?"
+
+
 def safe(text: object, *, multiline: bool = False, limit: int | None = 2000) -> str:
     """Untrusted text made inert for a terminal: controls and bidi overrides become '?'."""
     value = text if isinstance(text, str) else str(text)
@@ -180,7 +197,7 @@ def result_of(label: str, reasons: list[dict[str, str]], exit_code: int,
 
 
 def error_result(label: str, exc: MuretaiError, **facts: Any) -> dict[str, Any]:
-    reason = {"code": exc.code, "detail": exc.detail, "severity": "error"}
+    reason = {"code": exc.code, "message": exc.detail, "severity": "error", "detail": exc.detail}
     return result_of(label, [reason], exc.exit_code, **facts)
 
 
@@ -202,13 +219,13 @@ def render_batch(results: list[dict[str, Any]], json_out: bool,
         label = safe(item["input"])
         errors = [r for r in item["reasons"] if r["severity"] == "error"]
         if errors:
-            text = "; ".join(f"{r['code']}: {r['detail']}" for r in errors)
+            text = "; ".join(f"{r['code']}: {r['message']}" for r in errors)
             say(f"FAIL  {label}  {safe(text)}")
         else:
             say(f"ok    {label}  {safe(summary(item)) if summary else ''}".rstrip())
         for r in item["reasons"]:
             if r["severity"] == "warning":
-                note(f"warning: {label}: {r['code']}: {safe(r['detail'])}")
+                note(f"warning: {label}: {r['code']}: {safe(r['message'])}")
     return exit_code
 
 

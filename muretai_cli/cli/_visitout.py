@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import note, safe, say
+from muretai_cli.cli._out import note, safe, say, when
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -78,12 +78,6 @@ def quoted(text: object, *, indent: str = "  ", limit: int | None = 4000) -> lis
     return [f"{indent}| {line}" for line in lines]
 
 
-def _when(epoch: object) -> str:
-    if not isinstance(epoch, int) or isinstance(epoch, bool):
-        return "?"
-    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(epoch))
-
-
 def card_lines(check: CardCheck, *, indent: str = "") -> list[str]:
     """A card check for people. Every string that came from the card goes through safe()."""
     card = check.card or {}
@@ -95,7 +89,7 @@ def card_lines(check: CardCheck, *, indent: str = "") -> list[str]:
         lines.append(f"{indent}  url         {safe(check.endpoint, limit=300)}")
     sig: str = check.signature
     if check.envelope_ts is not None:
-        sig += f" (signed {_when(check.envelope_ts)})"
+        sig += f" (signed {when(check.envelope_ts)})"
     lines.append(f"{indent}  signature   {sig}")
     lines.append(f"{indent}  pin         {check.pin}")
     if check.contact is not None:
@@ -111,11 +105,11 @@ def verdict_line(doc: dict[str, Any]) -> str:
     facts = doc.get("facts") or {}
     errors = [r for r in doc.get("reasons", []) if r["severity"] == "error"]
     if errors:
-        return "refused: " + "; ".join(f"{r['code']}: {safe(r['detail'], limit=300)}"
+        return "refused: " + "; ".join(f"{r['code']}: {safe(r['message'], limit=300)}"
                                        for r in errors)
     if doc.get("subject") == "contact":
         text = f"grant {safe(facts.get('id'))}, {facts.get('uses')} use(s), expires " \
-               f"{_when(facts.get('exp'))}"
+               f"{when(facts.get('exp'))}"
         if facts.get("purpose"):
             text += f", purpose {safe(facts['purpose'], limit=200)!r}"
         return text
@@ -135,7 +129,7 @@ def verdict_line(doc: dict[str, Any]) -> str:
 def warn_reasons(label: str, reasons: list[dict[str, Any]]) -> None:
     for r in reasons:
         if r["severity"] == "warning":
-            note(f"warning: {safe(label)}: {r['code']}: {safe(r['detail'], limit=500)}")
+            note(f"warning: {safe(label)}: {r['code']}: {safe(r['message'], limit=500)}")
 
 
 def print_card(check: CardCheck) -> None:
@@ -171,6 +165,9 @@ def handoff_lines(label: str, report: HandoffReport) -> list[str]:
         lines.append(f"  org: {verdict_line(report.card.org.to_json())}")
     if report.card_error is not None:
         lines.append(f"  card: {report.card_error.code}: {safe(report.card_error.detail)}")
+    if report.card is not None:  # every card finding --json carries, warnings included
+        for r in report.card.verdict.reasons:
+            lines.append(f"  card: {r.severity}: {r.code}: {safe(r.detail, limit=500)}")
     if report.ignored:
         lines.append(f"  ignored (identity comes only from your key): "
                      f"{safe(', '.join(report.ignored), limit=300)}")

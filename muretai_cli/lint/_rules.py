@@ -50,5 +50,7 @@ class Finding:
         return RULES[self.rule][0]
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "severity": self.severity, "path": self.path,
-                "detail": self.detail}
+        """A reason: ``{code, message, severity, path}``; ``rule`` and ``detail`` are the
+        old names of ``code`` and ``message``, kept for one release."""
+        return {"code": self.rule, "message": self.detail, "severity": self.severity,
+                "path": self.path, "rule": self.rule, "detail": self.detail}

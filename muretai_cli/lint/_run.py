@@ -79,10 +79,15 @@ class Tally:
                 self.warnings += 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"results": self.results, "with_findings": self.with_findings,
-                "errors": self.errors, "warnings": self.warnings,
-                "shapes": {k: self.shapes.get(k, 0)
-                           for k in ("gate", "needs-information", "handoff", "transcript")},
-                "well_formed_gates": self.well_formed_gates,
-                "handoff_entries": self.handoff_entries,
-                "rules": dict(sorted(self.rules.items()))}
+        out: dict[str, Any] = {
+            "results": self.results, "withFindings": self.with_findings,
+            "errors": self.errors, "warnings": self.warnings,
+            "shapes": {k: self.shapes.get(k, 0)
+                       for k in ("gate", "needs-information", "handoff", "transcript")},
+            "wellFormedGates": self.well_formed_gates, "handoffEntries": self.handoff_entries,
+            "rules": dict(sorted(self.rules.items()))}
+        # The snake_case names of earlier releases, kept for one release.
+        out.update({"with_findings": self.with_findings,
+                    "well_formed_gates": self.well_formed_gates,
+                    "handoff_entries": self.handoff_entries})
+        return out

@@ -148,12 +148,8 @@ def org_verdict(doc: object, agent_did: str, now: int, trust: TrustList | None) 
 
 def _envelope_reasons(card: Mapping[str, Any], envelope: object, now: int
                       ) -> tuple[list[Reason], Signature, int | None]:
-    from muretai_cli.seam import (
-        ENVELOPE_MAX_AGE,
-        ENVELOPE_MAX_AHEAD,
-        canonical_bytes,
-        verify_card_envelope,
-    )
+    from muretai_cli.offline import card_freshness
+    from muretai_cli.seam import canonical_bytes, verify_card_envelope
 
     try:
         signed = verify_card_envelope(envelope, expected_did=str(card["did"]))
@@ -172,14 +168,7 @@ def _envelope_reasons(card: Mapping[str, Any], envelope: object, now: int
                 ], "refused", None
     assert isinstance(envelope, dict)
     ts = int(envelope["ts"])
-    reasons: list[Reason] = []
-    if now - ts > ENVELOPE_MAX_AGE:
-        reasons.append(warning("stale-envelope", f"the envelope was signed {now - ts} s ago "
-                                                 f"(more than {ENVELOPE_MAX_AGE // 3600} h)"))
-    elif ts - now > ENVELOPE_MAX_AHEAD:
-        reasons.append(warning("envelope-from-the-future",
-                               f"the envelope is dated {ts - now} s ahead"))
-    return reasons, "verified", ts
+    return card_freshness(ts, now), "verified", ts
 
 
 def judge_card(base: BaseUrl, card: object, envelope: object | None, *, now: int,

@@ -154,11 +154,13 @@ class HandoffReport:
             "card": self.card.to_json() if self.card is not None else None,
             "org": org.to_json() if org is not None else None,
             "suggestedMessage": self.suggested_message,
-            "followable": len(self.followable),
+            "followable": bool(self.followable),  # a bool, as on each entry
+            "followableCount": len(self.followable),
         }
         if self.card_error is not None:
-            out["cardError"] = {"error": self.card_error.code, "detail": self.card_error.detail,
-                                "exit": self.card_error.exit_code}
+            out["cardError"] = {"code": self.card_error.code, "message": self.card_error.detail,
+                                "exit": self.card_error.exit_code,
+                                "error": self.card_error.code, "detail": self.card_error.detail}
         if self.ignored:
             out["ignoredFields"] = list(self.ignored)
         return out
