@@ -16,7 +16,7 @@ from muretai_cli.home import PinStore, TrustList
 from muretai_cli.net import SafeClient
 from muretai_cli.seam import SigningKey, sign_card_envelope
 from muretai_cli.urls import parse_base_url
-from muretai_cli.visit.card import CardCheck, fetch_card, judge_card
+from muretai_cli.visit.card import CardCheck, EnvelopeResult, fetch_card, judge_card
 from tests.hostile_site import HostileSite
 
 
@@ -194,12 +194,27 @@ def test_url_canonical_forms_match() -> None:
     base = parse_base_url("https://example.com/support")
     for url in ("HTTPS://Example.COM:443/support/", "https://example.com/support"):
         card = {"did": key.did, "url": url}
-        assert judge_card(base, card, sign_card_envelope(key, card, 100), now=100).ok
+        assert judge_card(base, card, signed(key, card, 100), now=100).ok
     for url in ("https://example.com/sales", "https://example.com", "http://example.com/support",
                 "https://example.com:8443/support", 42):
         card = {"did": key.did, "url": url}
-        check = judge_card(base, card, sign_card_envelope(key, card, 100), now=100)
+        check = judge_card(base, card, signed(key, card, 100), now=100)
         assert check.verdict.codes() == ["card-url-mismatch"], url
+
+
+def signed(key: SigningKey, card: dict[str, Any], ts: int) -> EnvelopeResult:
+    return EnvelopeResult.signed(sign_card_envelope(key, card, ts))
+
+
+def test_envelope_result_is_one_of_three() -> None:
+    from muretai_cli.errors import InputError
+    from muretai_cli.verdict import error
+
+    with pytest.raises(InputError):
+        EnvelopeResult(envelope={"v": 1}, unsigned_why="no")
+    with pytest.raises(InputError):
+        EnvelopeResult(refusal=error("x", "y"), unsigned_why="no")
+    assert EnvelopeResult.unsigned("HTTP 404").envelope is None
 
 
 def test_envelope_freshness_bounds() -> None:
@@ -210,7 +225,7 @@ def test_envelope_freshness_bounds() -> None:
     for ts, codes, ok in ((now - 6 * 3600, [], True),
                           (now - 6 * 3600 - 1, ["stale-envelope"], True),
                           (now + 300, [], True), (now + 301, ["envelope-from-the-future"], False)):
-        check = judge_card(base, card, sign_card_envelope(key, card, ts), now=now)
+        check = judge_card(base, card, signed(key, card, ts), now=now)
         assert check.ok is ok and check.verdict.codes() == codes, ts
 
 

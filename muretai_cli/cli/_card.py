@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +18,10 @@ from muretai_cli.cli._visitout import (
     print_card,
     progress,
 )
+from muretai_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from muretai_cli.visit.card import CardCheck
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -33,6 +38,10 @@ def fetch(
     timeout: TimeoutOpt = "30",
     max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
     now: NowOpt = None,
+    save: Annotated[Path | None, typer.Option(
+        "--save", metavar="FILE", show_default=False,
+        help="Write the verified signed envelope here, for later `handoff check --offline "
+             "--card FILE`.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """GET a card and its signed envelope, judge them, and pin the card's DID (first time)."""
@@ -44,12 +53,32 @@ def fetch(
     with make_client(timeout, max_bytes) as client, progress(f"fetching {url}"):
         check = fetch_card(url, client=client, now=now_or_clock(now), expected_did=did,
                            require_signed=require_signed, pins=PinStore(), trust=TrustList())
+    saved = _save(check, save) if save is not None and check.ok else None
     if json_out:
-        emit_json(check.to_json())
+        emit_json({**check.to_json(), **({"saved": str(saved)} if saved else {})})
     else:
         print_card(check)
+        if saved is not None:
+            note(f"saved the signed envelope to {saved}")
     if not check.ok:
         raise typer.Exit(1)
+
+
+def _save(check: CardCheck, path: Path) -> Path:
+    """The verified envelope, byte for byte as canonical JSON (what was signed stays intact)."""
+    from muretai_cli.errors import Refused
+    from muretai_cli.home import atomic_write
+    from muretai_cli.seam import canonical_bytes
+
+    if check.envelope is None:
+        raise Refused("nothing-to-save", f"{check.base.text} has no verified signed envelope "
+                                         "to save", hint="only a signed card can be judged "
+                                                         "offline later")
+    try:
+        atomic_write(path, canonical_bytes(check.envelope) + b"\n", mode=0o644, overwrite=True)
+    except OSError as exc:
+        raise InputError("unwritable", f"{path}: {exc.strerror}") from None
+    return path
 
 
 @app.command("pins")

@@ -6,6 +6,7 @@ starlette, uvicorn and sqlite3 are imported inside the commands, never at CLI im
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,6 +26,8 @@ from muretai_cli.cli._out import (
     when,
 )
 from muretai_cli.errors import InputError
+
+DEFAULT_PORT = 8788  # where serve listens when neither --port nor the --url names a port
 
 if TYPE_CHECKING:
     from muretai_cli.home import Identity
@@ -67,7 +70,9 @@ def serve(
                                                    "http on loopback); may carry a path.")],
     as_: AsOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to bind (0: any free port).")] = 8788,
+    port: Annotated[int | None, typer.Option(
+        "--port", show_default=False,
+        help="Port to bind (0: any free port); default: the --url's port, else 8788.")] = None,
     dm_policy: Annotated[str, typer.Option(
         "--dm-policy", help="open | quarantine | closed")] = "quarantine",
     rate_per_sender: Annotated[int, typer.Option(
@@ -95,18 +100,19 @@ def serve(
     from muretai_cli.cli._out import read_input
     from muretai_cli.urls import parse_base_url
 
-    if dm_policy not in ("open", "quarantine", "closed"):
-        raise InputError("bad-policy", f"--dm-policy {dm_policy!r} is not a policy",
-                         hint="use open, quarantine or closed")
-    if rate_per_sender < 0 or rate_total < 0:
-        raise InputError("bad-rate", "rates are whole numbers per minute; 0 disables")
-    if max_connections < 0:
-        raise InputError("bad-limit", "--max-connections is a whole number; 0 disables")
+    base = parse_base_url(url)
+    if port is None:  # the URL's own port when it names one (http://127.0.0.1:18788)
+        port = base.port if base.port is not None else DEFAULT_PORT
     if not 0 <= port <= 65535:
         raise InputError("bad-port", f"--port {port} is outside 0-65535")
-    base = parse_base_url(url)
     if base.text != url:
         note(f"serving as {base.text} (the canonical form of {safe(url)})")
+    from muretai_cli.door.core import DoorConfig
+
+    # Checked before the identity is loaded or anything is opened: a bad setting is exit 2.
+    checked = DoorConfig(name="door", url=base, policy=dm_policy,  # type: ignore[arg-type]
+                         rate_per_sender=rate_per_sender, rate_total=rate_total,
+                         slow_seconds=slow_seconds, max_connections=max_connections)
     ident = load_identity(as_, keys)
     membership = None
     if org is not None:
@@ -120,16 +126,13 @@ def serve(
 
     from muretai_cli.db import is_postgres_url
     from muretai_cli.door.app import build_app
-    from muretai_cli.door.core import Door, DoorConfig
+    from muretai_cli.door.core import Door
     from muretai_cli.transport.server import bind, server_config
 
     # Several processes on one store share rate limits through it (PostgreSQL: any number
     # of serve processes may share the database, so always).
-    config = DoorConfig(name=ident.name, url=base, policy=dm_policy,  # type: ignore[arg-type]
-                        rate_per_sender=rate_per_sender, rate_total=rate_total, org=membership,
-                        durable=durable, slow_seconds=slow_seconds,
-                        max_connections=max_connections,
-                        shared_rate=workers > 1 or is_postgres_url(db))
+    config = replace(checked, name=ident.name, org=membership, durable=durable,
+                     shared_rate=workers > 1 or is_postgres_url(db))
     # Open the store once here: a schema this program does not know stops the start now.
     store = open_store(ident, db, durable=durable)
     where = store.where

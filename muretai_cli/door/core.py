@@ -11,13 +11,13 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli import __version__
 from muretai_cli.artifacts.message import REPLY_BINDING
 from muretai_cli.db import DatabaseUnavailable
-from muretai_cli.errors import MuretaiError
+from muretai_cli.errors import InputError, MuretaiError
 from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.consent import POLICIES, Policy
 from muretai_cli.inbox.ladder import RpcError
@@ -40,20 +40,37 @@ log = logging.getLogger("uvicorn.error")
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
-@dataclass
+@dataclass(frozen=True)
 class DoorConfig:
+    """How a door runs. Valid on construction: a bad value is the project's ``InputError``
+    naming the setting, so an invalid config never exists."""
+
     name: str
     url: BaseUrl
     policy: Policy = "quarantine"
     rate_per_sender: int = 60
     rate_total: int = 600
     org: dict[str, Any] | None = None
-    description: str | None = None
     durable: bool = False
     slow_seconds: float = 10.0
     max_connections: int = 1000  # open connections and in-flight requests; past it, HTTP 503
     shared_rate: bool = False  # count rates in the store (several processes) not in memory
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise InputError("bad-policy", f"--dm-policy {str(self.policy)[:40]!r} is not a "
+                                           "policy", hint="use open, quarantine or closed")
+        for name, value in (("--rate-per-sender", self.rate_per_sender),
+                            ("--rate-total", self.rate_total),
+                            ("--max-connections", self.max_connections)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputError("bad-limit", f"{name} {value!r} is not a whole number >= 0 "
+                                              "(0 disables)")
+        if not self.slow_seconds > 0:
+            raise InputError("bad-limit", f"--slow-seconds {self.slow_seconds!r} must be "
+                                          "more than 0")
+        if not self.name:
+            raise InputError("bad-name", "a door needs a name")
 
 
 Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]
@@ -87,8 +104,6 @@ class Door:
 
     def __init__(self, key: SigningKey, config: DoorConfig, store: DoorStore, *,
                  clock: Callable[[], float] = time.time) -> None:
-        if config.policy not in POLICIES:
-            raise ValueError(f"unknown policy {config.policy!r}")
         self.key = key
         self.did = key.did
         self.config = config
@@ -119,8 +134,7 @@ class Door:
         open_door = self.config.policy == "open"
         card: dict[str, Any] = {
             "name": self.config.name,
-            "description": self.config.description
-            or "A muretai door: signed A2A messages (six fields, Ed25519, did:key).",
+            "description": "A muretai door: signed A2A messages (six fields, Ed25519, did:key).",
             "url": self.config.url.text,
             "did": self.did,
             "version": __version__,

@@ -8,7 +8,7 @@ with its envelope (``judge_card``, used online and offline alike), and one fetch
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,6 +32,35 @@ PinState = Literal["new", "match", "conflict", "unpinned"]
 
 
 @dataclass(frozen=True, slots=True)
+class EnvelopeResult:
+    """What was found beside a card, one of three: a signed envelope to judge, no envelope
+    (and why not), or an envelope refused before it could be judged."""
+
+    envelope: object | None = None
+    unsigned_why: str | None = None
+    refusal: Reason | None = None
+
+    def __post_init__(self) -> None:
+        if self.envelope is not None and (self.unsigned_why or self.refusal):
+            raise InputError("bad-envelope-result", "a found envelope has no 'why unsigned' "
+                                                    "and no refusal")
+        if self.refusal is not None and self.unsigned_why:
+            raise InputError("bad-envelope-result", "a refused envelope is not 'unsigned'")
+
+    @classmethod
+    def signed(cls, envelope: object) -> EnvelopeResult:
+        return cls(envelope=envelope)
+
+    @classmethod
+    def unsigned(cls, why: str | None = None) -> EnvelopeResult:
+        return cls(unsigned_why=why)
+
+    @classmethod
+    def refused(cls, reason: Reason) -> EnvelopeResult:
+        return cls(refusal=reason)
+
+
+@dataclass(frozen=True, slots=True)
 class CardCheck:
     """What a card established. ``ok`` is False when any rule refused it."""
 
@@ -44,7 +73,7 @@ class CardCheck:
     org: Verdict | None = None
     fetched_from: str | None = None
     envelope_ts: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    envelope: Mapping[str, Any] | None = None  # the signed envelope, when it verified
 
     @property
     def ok(self) -> bool:
@@ -59,9 +88,6 @@ class CardCheck:
     def endpoint(self) -> str | None:
         url = self.card.get("url") if self.card else None
         return url if isinstance(url, str) else None
-
-    def vouches_for(self, did: str) -> bool:
-        return self.ok and self.did == did
 
     def to_json(self) -> dict[str, Any]:
         card = self.card or {}
@@ -171,12 +197,10 @@ def _envelope_reasons(card: Mapping[str, Any], envelope: object, now: int
     return card_freshness(ts, now), "verified", ts
 
 
-def judge_card(base: BaseUrl, card: object, envelope: object | None, *, now: int,
+def judge_card(base: BaseUrl, card: object, found: EnvelopeResult, *, now: int,
                expected_did: str | None = None, require_signed: bool = False,
                pins: PinStore | None = None, record_pin: bool = False,
-               trust: TrustList | None = None, fetched_from: str | None = None,
-               unsigned_why: str | None = None,
-               envelope_refusal: Reason | None = None) -> CardCheck:
+               trust: TrustList | None = None, fetched_from: str | None = None) -> CardCheck:
     """Every rule a card must meet, for the base it was dialled at. Pure but for the pin."""
     from muretai_cli.seam import verifying_key_from_did
 
@@ -195,11 +219,11 @@ def judge_card(base: BaseUrl, card: object, envelope: object | None, *, now: int
         reasons.append(error("card-url-mismatch", f"the card's url {str(url)[:200]!r} does not "
                                                   f"name the base dialled, {base.text}"))
     ts: int | None = None
-    if envelope_refusal is not None:
-        reasons.append(envelope_refusal)
+    if found.refusal is not None:
+        reasons.append(found.refusal)
         signature: Signature = "refused"
-    elif envelope is None:
-        why = f" ({unsigned_why})" if unsigned_why else ""
+    elif found.envelope is None:
+        why = f" ({found.unsigned_why})" if found.unsigned_why else ""
         if require_signed:
             reasons.append(error("unsigned-card", f"the card has no signed envelope{why}; "
                                                   "--require-signed refuses it"))
@@ -207,8 +231,8 @@ def judge_card(base: BaseUrl, card: object, envelope: object | None, *, now: int
             reasons.append(warning("unsigned-card", f"the card has no signed envelope{why}"))
         signature = "unsigned"
     else:
-        found, signature, ts = _envelope_reasons(card, envelope, now)
-        reasons.extend(found)
+        judged, signature, ts = _envelope_reasons(card, found.envelope, now)
+        reasons.extend(judged)
     if expected_did is not None and did != expected_did:
         reasons.append(error("did-mismatch", f"the card names {did}, not {expected_did}"))
     pin_state: PinState = "unpinned"
@@ -226,7 +250,10 @@ def judge_card(base: BaseUrl, card: object, envelope: object | None, *, now: int
     if verdict.ok and signature == "verified" and pins is not None and record_pin:
         pins.record(base.text, did, now)
         pin_state = "match" if pinned is not None else "new"
-    return CardCheck(base, verdict, card, signature, pin_state, contact, org, fetched_from, ts)
+    kept = found.envelope if signature == "verified" and isinstance(found.envelope, dict) \
+        else None
+    return CardCheck(base, verdict, card, signature, pin_state, contact, org, fetched_from, ts,
+                     kept)
 
 
 def fetch_card(url: str | BaseUrl, *, client: SafeClient, now: int,
@@ -257,7 +284,7 @@ def fetch_card(url: str | BaseUrl, *, client: SafeClient, now: int,
         if refusal is not None:
             raise refusal
         card = card_from_body(result.body, result.url)
-        envelope, unsigned_why, envelope_refusal = _fetch_envelope(client, sig_url)
+        found = _fetch_envelope(client, sig_url)
     except DeadlineExceeded:
         started = {a["url"] for a in client.attempts}
         for planned_url in planned:
@@ -265,14 +292,12 @@ def fetch_card(url: str | BaseUrl, *, client: SafeClient, now: int,
                     s["url"] == planned_url for s in client.skipped):
                 client.skip("GET", planned_url)
         raise client.deadline_error(f"fetching the card of {base.text}") from None
-    return judge_card(base, card, envelope, now=now, expected_did=expected_did,
+    return judge_card(base, card, found, now=now, expected_did=expected_did,
                       require_signed=require_signed, pins=pins, record_pin=record_pin,
-                      trust=trust, fetched_from=result.url, unsigned_why=unsigned_why,
-                      envelope_refusal=envelope_refusal)
+                      trust=trust, fetched_from=result.url)
 
 
-def _fetch_envelope(client: SafeClient, sig_url: str
-                    ) -> tuple[object | None, str | None, Reason | None]:
+def _fetch_envelope(client: SafeClient, sig_url: str) -> EnvelopeResult:
     """The envelope as parsed JSON; ``None`` (with why) when there is none to judge.
 
     A 404, another status, or a body that is not JSON at all is *no envelope*: a server
@@ -286,11 +311,11 @@ def _fetch_envelope(client: SafeClient, sig_url: str
     except Refused as exc:
         if exc.code != "cross-origin-redirect":
             raise
-        return None, None, error("envelope-redirected", f"the envelope was discarded: "
-                                                        f"{exc.detail}")
+        return EnvelopeResult.refused(error("envelope-redirected",
+                                            f"the envelope was discarded: {exc.detail}"))
     if result.status != 200:
-        return None, f"HTTP {result.status} at {sig_url}", None
+        return EnvelopeResult.unsigned(f"HTTP {result.status} at {sig_url}")
     try:
-        return parse_document(result.body), None, None
+        return EnvelopeResult.signed(parse_document(result.body))
     except InputError:
-        return None, f"{sig_url} served no JSON", None
+        return EnvelopeResult.unsigned(f"{sig_url} served no JSON")

@@ -17,7 +17,7 @@ from muretai_cli.artifacts.handoff import Handoff, HandoffEntry, parse_handoff
 from muretai_cli.errors import InputError, MuretaiError, Refused
 from muretai_cli.urls import BaseUrl, base_from_any, did_site_key, origin_of
 from muretai_cli.verdict import Reason, Verdict, error, warning
-from muretai_cli.visit.card import CardCheck, judge_card, split_card_document
+from muretai_cli.visit.card import CardCheck, EnvelopeResult, judge_card, split_card_document
 
 if TYPE_CHECKING:
     from muretai_cli.home import PinStore, TrustList
@@ -84,7 +84,8 @@ class OfflineCards:
         except MuretaiError as exc:
             self._check = exc
             return
-        self._check = judge_card(origin, card, envelope, now=now, pins=pins, trust=trust,
+        found = EnvelopeResult.unsigned() if envelope is None else EnvelopeResult.signed(envelope)
+        self._check = judge_card(origin, card, found, now=now, pins=pins, trust=trust,
                                  require_signed=require_signed)
 
     def card_at(self, base: BaseUrl) -> CardCheck:

@@ -1,0 +1,84 @@
+"""serve as people start it: the --url's port, settings checked up front, card fetch --save."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from muretai_cli.door.core import DoorConfig
+from muretai_cli.errors import InputError
+from muretai_cli.urls import parse_base_url
+from tests.cli_helpers import new_identity, run
+from tests.door_helpers import live_door
+from tests.proc_helpers import ROOT, ServeProc
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_serve_listens_on_the_urls_port_without_port(tmp_path: Path) -> None:
+    new_identity("door")
+    port = _free_port()
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "muretai_cli", "serve", "--as", "door", "--url",
+         f"http://127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=log.open("wb"),
+        cwd=ROOT, env=os.environ.copy())
+    served = ServeProc(proc, log)
+    try:
+        served.wait_ready()
+        assert served.base == f"http://127.0.0.1:{port}"
+        card = httpx.get(f"{served.base}/.well-known/agent-card.json", timeout=5).json()
+        assert card["url"] == f"http://127.0.0.1:{port}"
+    finally:
+        served.stop()
+
+
+@pytest.mark.parametrize(("field", "value", "code"), [
+    ("policy", "nope", "bad-policy"), ("rate_total", -1, "bad-limit"),
+    ("max_connections", -5, "bad-limit"), ("slow_seconds", 0, "bad-limit"),
+    ("rate_per_sender", True, "bad-limit"), ("name", "", "bad-name"),
+])
+def test_door_config_is_valid_on_construction(field: str, value: object, code: str) -> None:
+    base = parse_base_url("https://door.example")
+    DoorConfig(name="door", url=base)
+    with pytest.raises(InputError) as info:
+        DoorConfig(**{"name": "door", "url": base, field: value})  # type: ignore[arg-type]
+    assert info.value.code == code and info.value.exit_code == 2
+
+
+def test_serve_refuses_a_bad_setting_before_loading_anything() -> None:
+    started = time.monotonic()
+    result = run("serve", "--url", "http://127.0.0.1:1", "--rate-total", "-1", "--as", "nobody")
+    assert result.exit_code == 2 and "bad-limit" in result.stderr
+    assert "nobody" not in result.stderr, "the setting is judged before the identity"
+    assert time.monotonic() - started < 30
+
+
+def test_card_fetch_save_then_offline_check(tmp_path: Path) -> None:
+    saved = tmp_path / "card.json"
+    with live_door() as door:
+        result = run("card", "fetch", door.base, "--save", str(saved), "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["saved"] == str(saved)
+        result_doc = tmp_path / "result.json"
+        result_doc.write_text(json.dumps({"_meta": {"handoff": {"v": 1, "next": [
+            {"kind": "dm", "to": door.did}]}}}))
+        base = door.base
+    envelope = json.loads(saved.read_bytes())
+    assert set(envelope) == {"v", "typ", "card", "ts", "sig"}
+    check = run("handoff", "check", str(result_doc), "--origin", base, "--offline", "--card",
+                str(saved), "--json")
+    assert check.exit_code == 0, check.output
+    assert json.loads(check.stdout)["results"][0]["card"]["signature"] == "verified"
