@@ -72,12 +72,39 @@ class _Coalescing:
         return getattr(self._transport, name)
 
 
-class SlowAwareH11(H11Protocol):
-    """uvicorn's h11 protocol, plus a deadline for the request line and headers (408)."""
+class _HeaderDeadline:
+    """The deadline for a request's line and headers, one for both protocol classes: armed
+    while a connection waits for a request head, cancelled once the head is complete; past
+    it, 408 and close. Each protocol says when it is waiting (``_awaiting_head``)."""
 
     header_seconds = 10.0
     _header_timer: asyncio.TimerHandle | None = None
     _started = 0.0
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+
+    def _awaiting_head(self) -> bool:
+        raise NotImplementedError
+
+    def _arm_header_timer(self) -> None:
+        if self._header_timer is None and not self.transport.is_closing():
+            self._started = self.loop.time()
+            self._header_timer = self.loop.call_later(self.header_seconds, self._headers_late)
+
+    def _stop_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self._awaiting_head() and not self.transport.is_closing():
+            self.transport.write(_TIMEOUT_408)
+            self.transport.close()
+
+
+class SlowAwareH11(_HeaderDeadline, H11Protocol):
+    """uvicorn's h11 protocol, plus a deadline for the request line and headers (408)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
@@ -95,66 +122,46 @@ class SlowAwareH11(H11Protocol):
         self._stop_header_timer()
         super().connection_lost(exc)
 
-    def _stop_header_timer(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+    def _awaiting_head(self) -> bool:
+        return self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE
 
     def _watch_headers(self) -> None:
         waiting = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
-        if waiting and self._header_timer is None:
-            self._started = self.loop.time()
-            self._header_timer = self.loop.call_later(self.header_seconds, self._headers_late)
-        elif not waiting and self._header_timer is not None:
+        if waiting:
+            self._arm_header_timer()
+        elif self._header_timer is not None:
             self._stop_header_timer()
             self.scope[STARTED] = self._started  # type: ignore[literal-required]
 
-    def _headers_late(self) -> None:
-        self._header_timer = None
-        if self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE \
-                and not self.transport.is_closing():
-            self.transport.write(_TIMEOUT_408)
-            self.transport.close()
 
-
-class SlowAwareHttpTools(HttpToolsProtocol):
+class SlowAwareHttpTools(_HeaderDeadline, HttpToolsProtocol):
     """uvicorn's httptools protocol, with the same header deadline, a header-size bound, and
     absolute-form request-targets kept as written (so they match no route: 404)."""
 
-    header_seconds = 10.0
-    _header_timer: asyncio.TimerHandle | None = None
     _awaiting_headers = True
     _header_bytes = 0
-    _started = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
-        self._arm()
+        self._arm_header_timer()
 
-    def _arm(self) -> None:
-        if self._header_timer is None and not self.transport.is_closing():
-            self._started = self.loop.time()
-            self._header_timer = self.loop.call_later(self.header_seconds, self._headers_late)
-
-    def _stop(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+    def _awaiting_head(self) -> bool:
+        return self._awaiting_headers
 
     def data_received(self, data: bytes) -> None:
         if self._awaiting_headers:
             end = data.find(b"\r\n\r\n")
             self._header_bytes += len(data) if end < 0 else end
             if self._header_bytes > MAX_HEADER_BYTES:
-                self._stop()
+                self._stop_header_timer()
                 self.send_400_response("Request headers too large.")
                 return
-            self._arm()
+            self._arm_header_timer()
         super().data_received(data)
 
     def on_headers_complete(self) -> None:
         self._awaiting_headers = False
-        self._stop()
+        self._stop_header_timer()
         super().on_headers_complete()
         self.scope[STARTED] = self._started  # type: ignore[literal-required]
         if not self.url.startswith(b"/"):
@@ -166,14 +173,8 @@ class SlowAwareHttpTools(HttpToolsProtocol):
         super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._stop()
+        self._stop_header_timer()
         super().connection_lost(exc)
-
-    def _headers_late(self) -> None:
-        self._header_timer = None
-        if self._awaiting_headers and not self.transport.is_closing():
-            self.transport.write(_TIMEOUT_408)
-            self.transport.close()
 
 
 def protocol_for(slow_seconds: float, kind: str = "auto") -> type[asyncio.Protocol]:
