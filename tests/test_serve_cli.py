@@ -82,3 +82,43 @@ def test_card_fetch_save_then_offline_check(tmp_path: Path) -> None:
                 str(saved), "--json")
     assert check.exit_code == 0, check.output
     assert json.loads(check.stdout)["results"][0]["card"]["signature"] == "verified"
+
+
+def test_serve_json_streams_events_and_logs_arrivals(tmp_path: Path) -> None:
+    from muretai_cli.seam import SigningKey
+    from tests.door_helpers import send_request
+
+    new_identity("door")
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "muretai_cli", "serve", "--as", "door", "--url",
+         "http://127.0.0.1:1", "--port", "0", "--dm-policy", "quarantine", "--json"],
+        stdout=subprocess.PIPE, stderr=log.open("wb"), cwd=ROOT, env=os.environ.copy())
+    served = ServeProc(proc, log)
+    try:
+        assert proc.stdout is not None
+        listening = json.loads(proc.stdout.readline())
+        assert listening["ok"] is True and listening["event"] == "listening"
+        served.base = listening["address"]
+        door_did = listening["did"]
+        stranger = SigningKey(b"\x31" * 32)
+        held = served.rpc(send_request(stranger, door_did, "hello"))
+        assert held["error"]["code"] == -32014
+        forged = send_request(stranger, door_did, "again")
+        forged["params"]["message"]["metadata"]["sig"] = "A" * 86 + "=="
+        assert "error" in served.rpc(forged)
+        events = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        assert [(e["ok"], e["event"]) for e in events] == [(True, "held"), (False, "refused")]
+        assert events[0]["from"] == stranger.did and events[0]["requestId"]
+        assert events[1]["code"] == -32001 and events[1]["method"] == "message/send"
+        request = events[0]["requestId"]
+        assert run("op", "--as", "door", "requests", "approve", request).exit_code == 0
+        assert "result" in served.rpc(send_request(stranger, door_did, "thanks"))
+        accepted = json.loads(proc.stdout.readline())
+        assert (accepted["ok"], accepted["event"], accepted["from"]) == (True, "accepted",
+                                                                         stranger.did)
+    finally:
+        served.stop()
+    logged = log.read_text()
+    assert " held     message/send from " + stranger.did in logged
+    assert " refused  message/send from " in logged and " UTC " in logged

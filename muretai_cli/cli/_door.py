@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,6 +18,7 @@ from muretai_cli.cli._out import (
     JsonOpt,
     KeysOpt,
     emit_json,
+    emit_json_line,
     handles_errors,
     load_identity,
     note,
@@ -30,6 +31,8 @@ from muretai_cli.errors import InputError
 DEFAULT_PORT = 8788  # where serve listens when neither --port nor the --url names a port
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from muretai_cli.home import Identity
     from muretai_cli.inbox.store import DoorStore
 
@@ -95,8 +98,14 @@ def serve(
                                  "SQLite on one host: see docs/scale-out.md).")] = 1,
     db: DbOpt = None,
     keys: KeysOpt = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Also print each event as a JSON line on stdout: listening, "
+                       "accepted, held, refused.")] = False,
 ) -> None:
-    """Run the door: the signed card, message/send and contact/redeem, on 127.0.0.1."""
+    """Run the door: the signed card, message/send and contact/redeem, on 127.0.0.1.
+
+    Each arrival is logged on stderr (time, outcome, method, claimed sender).
+    """
     from muretai_cli.cli._out import read_input
     from muretai_cli.urls import parse_base_url
 
@@ -149,9 +158,11 @@ def serve(
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     signing_key = ident.signing_key()
 
+    told = arrivals(json_out)
+
     def run(worker: int) -> None:
         door = Door(signing_key, config, store if workers == 1
-                    else open_store(ident, db, durable=durable))
+                    else open_store(ident, db, durable=durable), on_event=told)
         app = build_app(door)
         uvicorn.Server(server_config(app, host=host, port=bound[1], http=http,
                                      slow_seconds=slow_seconds,
@@ -160,12 +171,41 @@ def serve(
     note(f"listening on http://{shown}:{bound[1]} as {ident.did}"
          + (f" ({workers} workers)" if workers > 1 else ""))
     note(f"card: {base.join('/.well-known/agent-card.json')} (policy {dm_policy}, db {where})")
+    if json_out:
+        emit_json_line({"ok": True, "event": "listening", "time": int(time.time()),
+                        "address": f"http://{shown}:{bound[1]}", "url": base.text,
+                        "did": ident.did, "policy": dm_policy, "workers": workers})
     if workers == 1:
         run(0)
         return
     from muretai_cli.workers import run_workers
 
     raise typer.Exit(run_workers(workers, run, log=note))
+
+
+def arrivals(json_out: bool) -> Callable[[dict[str, Any]], None]:
+    """The door's event hook: a line per arrival on stderr; with ``--json``, a JSON line on
+    stdout as well. Peer-supplied values pass through ``safe()`` before the terminal."""
+    import threading
+
+    lock = threading.Lock()  # a PostgreSQL door answers on a thread pool
+
+    def told(event: dict[str, Any]) -> None:
+        outcome = event["event"]
+        extra = ""
+        if outcome == "held":
+            extra = f"  request {safe(event.get('requestId'), limit=80)}"
+        elif outcome == "refused":
+            extra = f"  {event.get('code')} {safe(event.get('reason'), limit=80)}"
+        line = (f"{when(event.get('time'))}  {outcome:<8} {safe(event.get('method'), limit=40)}"
+                f" from {safe(event.get('from') or '-', limit=120)}"
+                f" id {safe(event.get('messageId') or '-', limit=80)}{extra}")
+        with lock:
+            note(line)
+            if json_out:
+                emit_json_line({"ok": outcome != "refused", **event})
+
+    return told
 
 
 @handles_errors

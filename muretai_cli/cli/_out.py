@@ -106,6 +106,14 @@ def emit_json(doc: dict[str, Any]) -> None:
     sys.stdout.write(text + "\n")
 
 
+def emit_json_line(doc: dict[str, Any]) -> None:
+    """One line of a JSON Lines stream (``ok`` first), flushed: each event as it happens."""
+    ordered = {"ok": doc.get("ok", False), **{k: v for k, v in doc.items() if k != "ok"}}
+    text = json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
+    sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+    sys.stdout.flush()
+
+
 def say(text: str = "") -> None:
     """A line of result on stdout."""
     sys.stdout.write(text + "\n")

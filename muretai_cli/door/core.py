@@ -19,7 +19,7 @@ from muretai_cli.artifacts.message import REPLY_BINDING
 from muretai_cli.db import DatabaseUnavailable
 from muretai_cli.errors import InputError, MuretaiError
 from muretai_cli.inbox import consent, ladder
-from muretai_cli.inbox.consent import POLICIES, Policy
+from muretai_cli.inbox.consent import HELD_CODE, POLICIES, Policy
 from muretai_cli.inbox.ladder import RpcError
 from muretai_cli.inbox.store import DoorStore
 from muretai_cli.rate import RateLimits
@@ -103,8 +103,10 @@ class Door:
     """One identity's door: a signing key, a store, rate limits and the cached card."""
 
     def __init__(self, key: SigningKey, config: DoorConfig, store: DoorStore, *,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.key = key
+        self.on_event = on_event  # told of each arrival's outcome (serve logs it)
         self.did = key.did
         self.config = config
         self.store = store
@@ -212,6 +214,7 @@ class Door:
     def handle_post(self, raw: bytes) -> Answer:
         """One POST body to one HTTP answer. Never raises; -32603 at worst."""
         rid: Any = None
+        doc: Any = None
         try:
             doc = ladder.parse_request(raw)
             rid = ladder.safe_id(doc.get("id"))
@@ -223,9 +226,11 @@ class Door:
                 result = self._claim(params, now)
             else:
                 result = self._redeem(params, now)
+            self._tell("accepted", method, params)
             return 200, _dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode(), \
                 JSON_HEADERS
         except RpcError as err:
+            self._tell_refusal(err, doc if isinstance(doc, dict) else None)
             body = {"jsonrpc": "2.0", "id": rid, "error": err.error_object()}
             return err.status, _dumps(body).encode(), JSON_HEADERS + err.headers
         except DatabaseUnavailable as exc:
@@ -237,6 +242,37 @@ class Door:
             body = {"jsonrpc": "2.0", "id": rid,
                     "error": {"code": -32603, "message": "Internal error"}}
             return 200, _dumps(body).encode(), JSON_HEADERS
+
+    def _tell(self, event: str, method: str | None, params: object, **facts: Any) -> None:
+        """Tell ``on_event`` of an arrival: what came (method, claimed sender, messageId) and
+        what became of it. Sender and messageId are as claimed: verified only if accepted."""
+        if self.on_event is None:
+            return
+        meta: Any = {}
+        message: Any = params.get("message") if isinstance(params, dict) else None
+        if isinstance(message, dict):
+            meta = message.get("metadata") or {}
+        sender = (meta.get("from") if isinstance(meta, dict) else None) or (
+            params.get("from") if isinstance(params, dict) else None)
+        message_id = message.get("messageId") if isinstance(message, dict) else None
+        try:
+            self.on_event({"event": event, "time": int(self.clock()), "method": method,
+                           "from": sender if isinstance(sender, str) else None,
+                           "messageId": message_id if isinstance(message_id, str) else None,
+                           **facts})
+        except Exception:  # a logging hook must never change the answer
+            log.exception("door: the event hook failed")
+
+    def _tell_refusal(self, err: RpcError, doc: dict[str, Any] | None) -> None:
+        method = doc.get("method") if doc is not None else None
+        params = doc.get("params") if doc is not None else None
+        data = err.data or {}
+        if err.code == HELD_CODE:
+            self._tell("held", method if isinstance(method, str) else None, params,
+                       requestId=data.get("requestId"))
+        else:
+            self._tell("refused", method if isinstance(method, str) else None, params,
+                       code=err.code, reason=data.get("reason", err.reason))
 
     def _rate(self, sender: str, now: float) -> None:
         wait = self.rate.check(sender, now)

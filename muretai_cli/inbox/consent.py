@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 Policy = Literal["open", "quarantine", "closed"]
 POLICIES: tuple[Policy, ...] = ("open", "quarantine", "closed")
+HELD_CODE = -32014  # a first contact held for the owner's approval
 
 
 def admit(store: DoorStore, policy: Policy, env: dict[str, Any], status: str | None, now: int,
@@ -40,7 +41,7 @@ def admit(store: DoorStore, policy: Policy, env: dict[str, Any], status: str | N
             request_id = view.held_request or store.hold(env, now)
             if request_id is None:
                 raise RpcError(-32002, "replay")
-            raise RpcError(-32014, "awaiting-approval", data=gate(request_id))
+            raise RpcError(HELD_CODE, "awaiting-approval", data=gate(request_id))
     if not store.accept(env, now):
         raise RpcError(-32002, "replay")
     return "accepted"
