@@ -116,3 +116,20 @@ def test_site_agent_view_exposing_a_visitor_tool_fails(tmp_path: Path) -> None:
 def test_the_examples(name: str, code: int) -> None:
     result = lint(str(EXAMPLES / name), "--tools", str(EXAMPLES / "conventions-tools.json"))
     assert result.exit_code == code, result.stdout
+
+
+def test_several_files_as_pre_commit_passes_them(tmp_path: Path) -> None:
+    good = write(tmp_path, "good.json", GATE)
+    bad = write(tmp_path, "bad.json", BAD)
+    assert lint(good, good).exit_code == 0
+    result = lint(good, bad)
+    assert result.exit_code == 1
+    assert f"== {good}" in result.stdout and f"== {bad}" in result.stdout
+    code, doc = lint_json(good, bad)
+    assert code == 1 and doc["inputs"] == [good, bad] and doc["summary"]["results"] == 2
+    assert [r["input"] for r in doc["results"]] == [bad]
+    finding = doc["results"][0]["findings"][0]
+    assert finding["code"] == finding["rule"] and finding["message"] == finding["detail"]
+    assert doc["summary"]["withFindings"] == doc["summary"]["with_findings"] == 1
+    empty = write(tmp_path, "empty.json", "")
+    assert lint(good, empty).exit_code == 2, "an empty file among several still fails"

@@ -168,8 +168,9 @@ def _print_levels(levels: LevelReport) -> None:
 @app.command("lint")
 @handles_errors
 def lint(
-    source: Annotated[str, typer.Argument(metavar="FILE|-", show_default=False, help=(
-        "One tool result, a JSON array of them, or JSON Lines; - for stdin."))],
+    sources: Annotated[list[str], typer.Argument(metavar="FILE|-", show_default=False, help=(
+        "Files (as pre-commit passes them), each one tool result, a JSON array of them, or "
+        "JSON Lines; - for stdin."))],
     tools: Annotated[Path | None, typer.Option(
         "--tools", metavar="MANIFEST", show_default=False,
         help="JSON list of tool descriptors: adds the conformance level report.")] = None,
@@ -193,31 +194,39 @@ def lint(
     manifest = parse_manifest(read_input(str(tools))) if tools is not None else None
     if manifest is None and (gated or view != "visitor"):
         note("note: --gated and --view only change the level report, which needs --tools")
-    stream = open_input(source)
     tally = Tally()
     listed: list[dict[str, Any]] = []
-    progress = _Progress(stream, enabled=sys.stderr.isatty())
-    run = lint_stream(stream)
-    try:
-        for report in run:
-            tally.add(report)
-            progress.tick(tally.results)
-            if ci:
-                if report.findings:
-                    cases.append(_lint_case(source, report, strict))
-            elif json_out:
-                if report.findings:
-                    listed.append(_clean(report.to_json()))
-            elif report.findings or run.mode == "single":
-                _print_report(report, run.mode)
-    finally:
-        progress.stop()
-        if stream is not sys.stdin.buffer:
-            stream.close()
-    if tally.results == 0:  # an empty capture from a failed step must not pass a CI gate
-        raise InputError("no-input", f"{source}: no tool result to lint (the input is empty, "
-                                     "blank or [])", hint="give one result, a JSON array of "
-                                                          "them, or JSON Lines")
+    modes: list[str] = []
+    for source in sources:
+        before = tally.results
+        stream = open_input(source)
+        if len(sources) > 1 and not (ci or json_out):
+            say(f"== {safe(source)}")
+        progress = _Progress(stream, enabled=sys.stderr.isatty())
+        run = lint_stream(stream)
+        try:
+            for report in run:
+                tally.add(report)
+                progress.tick(tally.results)
+                if ci:
+                    if report.findings:
+                        cases.append(_lint_case(source, report, strict))
+                elif json_out:
+                    if report.findings:
+                        listed.append({"input": source, **_clean(report.to_json())})
+                elif report.findings or run.mode == "single":
+                    _print_report(report, run.mode)
+        finally:
+            progress.stop()
+            if stream is not sys.stdin.buffer:
+                stream.close()
+        modes.append(run.mode)
+        if tally.results == before:  # an empty capture from a failed step must not pass CI
+            raise InputError("no-input", f"{source}: no tool result to lint (the input is "
+                                         "empty, blank or [])", hint="give one result, a JSON "
+                                                                     "array of them, or JSON Lines")
+    mode = modes[0] if len(set(modes)) == 1 else "mixed"
+    source = sources[0] if len(sources) == 1 else f"{len(sources)} files"
     levels = None
     if manifest is not None:
         levels = level_report(manifest, gate_seen=gated or tally.well_formed_gates > 0,
@@ -226,11 +235,12 @@ def lint(
     failed = tally.errors > 0 or (strict and tally.warnings > 0)
     if ci:
         cases.append(CiCase(f"conventions lint {source}", "summary", "FAIL" if failed else "PASS",
-                            _summary_line(tally, run.mode, failed)))
+                            _summary_line(tally, mode, failed)))
         emit_ci(cases, form, name="muretai conventions lint")
     elif json_out:
-        doc: dict[str, Any] = {"ok": not failed, "input": source, "mode": run.mode,
-                               "strict": strict, "summary": tally.to_json(), "results": listed}
+        doc: dict[str, Any] = {"ok": not failed, "input": sources[0], "inputs": sources,
+                               "mode": mode, "strict": strict, "summary": tally.to_json(),
+                               "results": listed}
         if levels is not None:
             doc["levels"] = levels.to_json()
         emit_json(doc)
@@ -238,6 +248,6 @@ def lint(
         if levels is not None:
             _print_levels(levels)
         _print_tables(tally, levels)
-        say(_summary_line(tally, run.mode, failed))
+        say(_summary_line(tally, mode, failed))
     if failed:
         raise typer.Exit(1)
