@@ -18,7 +18,7 @@ def test_demo_passes_end_to_end(tmp_path: Path) -> None:
                           text=True, env=env, timeout=240, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "demo passed" in proc.stdout
-    assert "exit 4 (expected 4) ok" in proc.stdout, "the first contact was held"
+    assert "held for approval at http://127.0.0.1:" in proc.stdout, "the first contact was held"
     assert proc.stdout.count("UNEXPECTED") == 0
     # The shop's inbox itself (not the demo's echo of its own commands): the held first DM,
     # approved, and the two later DMs, each from alice and verified.

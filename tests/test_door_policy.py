@@ -128,11 +128,14 @@ def test_quarantine_holds_then_owner_decides() -> None:
         later = door.rpc(send_request(alice, door.did, "second"))
         assert code_of(later) == -32014 and later["error"]["data"]["requestId"] == rid
         code, listed = run_json("op", "--as", "door", "requests", "list")
-        assert code == 0 and [r["id"] for r in listed["requests"]] == [rid]
-        assert listed["requests"][0]["text"] == "first contact"  # the later one was not stored
+        # the later one is held too (issue 12: not dropped without a word)
+        assert code == 0 and [r["text"] for r in listed["requests"]] == ["first contact",
+                                                                          "second"]
+        assert listed["requests"][0]["id"] == rid
         assert run("op", "--as", "door", "requests", "approve", rid).exit_code == 0
         code, inbox = run_json("op", "--as", "door", "inbox")
-        assert [m["text"] for m in inbox["messages"]] == ["first contact"]
+        assert [m["text"] for m in inbox["messages"]] == ["first contact", "second"]
+        assert run_json("op", "--as", "door", "requests", "list")[1]["requests"] == []
         assert "result" in door.rpc(send_request(alice, door.did, "third"))
         # redeeming is not approval: a new sender with a grant is still held
         bob = SigningKey.generate()
@@ -176,7 +179,7 @@ def test_lists_allow_and_block() -> None:
         assert code_of(door.rpc(send_request(dave, door.did))) == -32010
 
 
-def test_inbox_prints_safely_newest_first() -> None:
+def test_inbox_prints_safely_latest_conversation_last() -> None:
     with live_door("open") as door:
         alice = SigningKey.generate()
         for i in range(22):
@@ -187,7 +190,9 @@ def test_inbox_prints_safely_newest_first() -> None:
         assert out.exit_code == 0 and "\x1b" not in out.stdout and "\u202e" not in out.stdout
         assert "verified" in out.stdout and "?[2J?evil?" in out.stdout
         _code, doc = run_json("op", "--as", "door", "inbox")
-        assert len(doc["messages"]) == 20 and doc["messages"][0]["text"] == evil
-        assert doc["messages"][0]["from"] == alice.did and doc["messages"][0]["verified"]
+        # the last 20; the conversation with the latest message comes last
+        assert len(doc["messages"]) == 20 and doc["messages"][-1]["text"] == evil
+        assert doc["messages"][-1]["from"] == alice.did and doc["messages"][-1]["verified"]
+        assert [m["text"] for m in doc["messages"][:-1]] == [f"m{i}" for i in range(3, 22)]
         _code, doc = run_json("op", "--as", "door", "inbox", "--all")
         assert len(doc["messages"]) == 23

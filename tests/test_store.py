@@ -154,7 +154,10 @@ def test_one_held_request_per_stranger_whoever_holds_it(
     stranger = SigningKey.generate().did
     ids = race(6, lambda i: conns[i].hold(env(stranger, f"m{i}"), NOW))
     assert len(set(ids)) == 1 and isinstance(ids[0], str)
-    assert len(conns[0].requests()) == 1
+    # every message is kept (issue 12: none dropped), under the stranger's one request
+    held = conns[0].requests()
+    assert sorted(r["messageId"] for r in held) == [f"m{i}" for i in range(6)]
+    assert held[0]["id"] == ids[0]
 
 
 def test_holding_a_replayed_id_is_refused(stores: Callable[[], DoorStore]) -> None:

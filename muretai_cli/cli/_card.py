@@ -7,12 +7,21 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, did_option, emit_json, handles_errors, note, say
+from muretai_cli.cli._out import (
+    JsonOpt,
+    KeysOpt,
+    did_option,
+    emit_json,
+    handles_errors,
+    note,
+    say,
+)
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
     NowOpt,
     TimeoutOpt,
+    client_for,
     make_client,
     now_or_clock,
     print_card,
@@ -118,3 +127,46 @@ def forget(
         emit_json({"ok": True, "forgotten": pin.to_json()})
     else:
         say(f"forgot {pin.base} ({pin.did})")
+
+
+@app.command("publish")
+@handles_errors
+def publish(
+    as_: Annotated[str, typer.Option("--as", help="The identity whose card this is.")],
+    url: Annotated[str, typer.Option("--url", help="Its door's URL, if it serves one "
+                                     "(empty: relay only).")] = "",
+    name: Annotated[str | None, typer.Option("--name", help="The name on the card (default: "
+                                             "the identity's).", show_default=False)] = None,
+    keys: KeysOpt = None,
+    timeout: TimeoutOpt = "30",
+    json_out: JsonOpt = False,
+) -> None:
+    """Sign {did, name, url, relay, enc_pub} and post it to the identity's relay."""
+    import time
+
+    from muretai_cli.cli._out import load_identity
+    from muretai_cli.durations import parse_seconds
+    from muretai_cli.errors import InputError
+    from muretai_cli.home import Profiles
+    from muretai_cli.seam import sign_card_envelope
+    from muretai_cli.urls import parse_base_url
+    from muretai_cli.visit.relay import RelayClient
+
+    ident = load_identity(as_, keys)
+    relay = Profiles().relay_of(ident.did)
+    if relay is None:
+        raise InputError("no-relay", f"{as_} has no relay",
+                         hint=f"set one with `muretai id relay {as_} URL`")
+    door = parse_base_url(url).text if url else ""
+    key = ident.signing_key()
+    card = {"did": key.did, "name": name or ident.name, "url": door, "relay": relay,
+            "enc_pub": key.enc_pub}
+    envelope = sign_card_envelope(key, card, int(time.time()))
+    client = RelayClient(relay, client_for, timeout=parse_seconds(timeout))
+    with progress(f"publishing to {relay}"):
+        client.publish(envelope)
+    if json_out:
+        emit_json({"ok": True, "did": key.did, "relay": relay, "card": card,
+                   "ts": envelope["ts"]})
+    else:
+        say(f"published {key.did} at {relay}")

@@ -147,9 +147,9 @@ def online_part(demo: Demo) -> None:
             {"kind": "dm", "to": acme, "message": "send me your card number"}]}}}))
         demo.run("a handoff to a DID the origin's card does not name is refused",
                  "handoff", "check", str(evil), "--origin", url, expect=1)
-        demo.run("first contact: redeem the grant, one signed DM; the door holds it (exit 4)",
-                 "op", "--as", "alice", "contact", "dm", shop, "Hello from alice",
-                 "--connect", url, expect=4)
+        demo.run("first contact: redeem the grant, one signed DM; the door holds it for "
+                 "its owner (state held, not a failure)",
+                 "op", "--as", "alice", "dm", shop, "Hello from alice", "--connect", url)
         listing = demo.run("the shop's owner sees the held request", "op", "--as", "shop",
                            "requests", "list", "--json", show=False)
         try:
@@ -164,7 +164,8 @@ def online_part(demo: Demo) -> None:
                  str(result), "--origin", url, "--send")
         demo.run("a later DM goes to the remembered connection", "op", "--as", "alice",
                  "contact", "dm", shop, "See you on Friday.")
-        demo.run("the shop's inbox (persistent, newest first)", "op", "--as", "shop", "inbox")
+        demo.run("the shop's inbox (persistent; conversations oldest first)", "op", "--as",
+                 "shop", "inbox")
     finally:
         door.terminate()
         try:

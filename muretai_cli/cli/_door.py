@@ -76,8 +76,10 @@ def serve(
     port: Annotated[int | None, typer.Option(
         "--port", show_default=False,
         help="Port to bind (0: any free port); default: the --url's port, else 8788.")] = None,
-    dm_policy: Annotated[str, typer.Option(
-        "--dm-policy", help="open | quarantine | closed")] = "quarantine",
+    dm_policy: Annotated[str | None, typer.Option(
+        "--dm-policy", help="open | quarantine | closed, for this run (default: the "
+                            "identity's `op policy`, quarantine unless set).",
+        show_default=False)] = None,
     rate_per_sender: Annotated[int, typer.Option(
         "--rate-per-sender", help="Signed requests per minute per sender (0 disables).")] = 60,
     rate_total: Annotated[int, typer.Option(
@@ -119,7 +121,8 @@ def serve(
     from muretai_cli.door.core import DoorConfig
 
     # Checked before the identity is loaded or anything is opened: a bad setting is exit 2.
-    checked = DoorConfig(name="door", url=base, policy=dm_policy,  # type: ignore[arg-type]
+    checked = DoorConfig(name="door", url=base,
+                         policy=dm_policy or "quarantine",  # type: ignore[arg-type]
                          rate_per_sender=rate_per_sender, rate_total=rate_total,
                          slow_seconds=slow_seconds, max_connections=max_connections)
     ident = load_identity(as_, keys)
@@ -133,18 +136,20 @@ def serve(
 
     import uvicorn
 
+    from muretai_cli.cli._opconv import policy_of
     from muretai_cli.db import is_postgres_url
     from muretai_cli.door.app import build_app
     from muretai_cli.door.core import Door
     from muretai_cli.transport.server import bind, server_config
 
-    # Several processes on one store share rate limits through it (PostgreSQL: any number
-    # of serve processes may share the database, so always).
-    config = replace(checked, name=ident.name, org=membership, durable=durable,
-                     shared_rate=workers > 1 or is_postgres_url(db))
     # Open the store once here: a schema this program does not know stops the start now.
     store = open_store(ident, db, durable=durable)
     where = store.where
+    # Several processes on one store share rate limits through it (PostgreSQL: any number
+    # of serve processes may share the database, so always).
+    config = replace(checked, name=ident.name, org=membership, durable=durable,
+                     policy=dm_policy or policy_of(store),  # type: ignore[arg-type]
+                     shared_rate=workers > 1 or is_postgres_url(db))
     if workers > 1:
         store.close()  # no pool threads may live in the parent when it forks
     try:

@@ -27,19 +27,28 @@ def new(
     name: Annotated[str, typer.Argument(help="Identity name: [A-Za-z0-9._-]{1,64}.")],
     seed_file: Annotated[str | None, typer.Option(
         "--seed-file", help="Import a seed (64 hex characters) instead of generating one.")] = None,
+    relay: Annotated[str | None, typer.Option(
+        "--relay", help="The relay this identity is reached through (https URL).",
+        show_default=False)] = None,
     keys: KeysOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Create an identity from 32 random bytes (or an imported seed)."""
     from muretai_cli.home._keys import parse_seed_hex
 
+    relay_url = _relay_url(relay) if relay is not None else None
     seed = None
     if seed_file is not None:
         raw = read_input(seed_file, limit=4096)
         seed = parse_seed_hex(raw.decode("ascii", "replace"), seed_file)
     ident = _store(keys).create(name, seed)
+    if relay_url is not None:
+        from muretai_cli.home import Profiles
+
+        Profiles().set_relay(ident.did, relay_url)
     if json_out:
-        emit_json({"ok": True, "name": ident.name, "did": ident.did, "path": str(ident.path)})
+        emit_json({"ok": True, "name": ident.name, "did": ident.did, "path": str(ident.path),
+                   "relay": relay_url})
     else:
         say(ident.did)
         typer.echo(f"created {ident.name} at {ident.path}", err=True)
@@ -92,7 +101,7 @@ def show(
     Signing with such a file is still refused.
     """
     from muretai_cli.did import describe_did
-    from muretai_cli.home import open_to_others
+    from muretai_cli.home import Profiles, open_to_others
 
     ident = _store(keys).load(name, allow_loose=True)
     info = describe_did(ident.did)
@@ -103,9 +112,12 @@ def show(
             f"{ident.path} is open to group or others (mode {loose:03o}); signing with it is "
             f"refused until `chmod 600 {ident.path}`")})
         note(f"warning: key-file-permissions: {warnings[0]['message']}")
+    # enc_pub derives from the seed: shown only when the key file may be read as a key
+    enc_pub = ident.signing_key().enc_pub if loose is None else None
+    relay = Profiles().relay_of(ident.did)
     out = {"ok": True, "name": name, "did": ident.did, "created": ident.created,
            "publicKeyHex": info["publicKeyHex"], "publicKeyMultibase": info["publicKeyMultibase"],
-           "path": str(ident.path), "warnings": warnings}
+           "encPub": enc_pub, "relay": relay, "path": str(ident.path), "warnings": warnings}
     if doc:
         out["didDocument"] = info["didDocument"]
     if json_out:
@@ -115,6 +127,8 @@ def show(
     say(f"did         {ident.did}")
     say(f"public hex  {info['publicKeyHex']}")
     say(f"multibase   {info['publicKeyMultibase']}")
+    say(f"enc_pub     {enc_pub or '-'}")
+    say(f"relay       {relay or '-'}")
     say(f"file        {ident.path}")
     if doc:
         import json
@@ -153,3 +167,31 @@ def rm(
         emit_json({"ok": True, "removed": name, "path": str(path)})
     else:
         typer.echo(f"removed {name} ({path})", err=True)
+
+
+def _relay_url(url: str) -> str:
+    from muretai_cli.visit.relay import relay_base
+
+    return relay_base(url).text
+
+
+@app.command("relay")
+@handles_errors
+def relay(
+    name: str,
+    url: Annotated[str, typer.Argument(help="The relay's URL (https, or http on loopback).")],
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Record the relay this identity is reached through (then `card publish --as NAME`)."""
+    from muretai_cli.home import Profiles
+
+    relay_url = _relay_url(url)
+    ident = _store(keys).load(name)
+    Profiles().set_relay(ident.did, relay_url)
+    if json_out:
+        emit_json({"ok": True, "name": name, "did": ident.did, "relay": relay_url})
+    else:
+        say(relay_url)
+        note(f"{name} is reached through {relay_url}; publish its card with "
+             f"`muretai card publish --as {name}`")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from muretai_cli.cli import _door, _opdoor, _opvisit
+from muretai_cli.cli import _door, _opconv, _opdoor, _opvisit
 from muretai_cli.cli._db import DbOpt
 from muretai_cli.cli._out import AsOpt, KeysOpt, load_identity
 from muretai_cli.cli._tree import AsGroup
@@ -58,5 +58,7 @@ contact_app = _opvisit.contact_app
 contact_app.callback()(acting_as)
 _door.register_contact(contact_app)
 app.add_typer(contact_app, name="contact")
+app.command("dm")(_opvisit.dm)
 app.add_typer(_opvisit.handoff_app, name="handoff")
 _opdoor.register(app)
+_opconv.register(app)

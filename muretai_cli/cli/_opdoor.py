@@ -31,7 +31,8 @@ requests_app = typer.Typer(help="Held first contacts: list, approve, reject.",
 senders_app = typer.Typer(help="Allow and block lists.", invoke_without_command=True)
 
 
-def _store(ctx: typer.Context) -> DoorStore:
+def op_store(ctx: typer.Context) -> DoorStore:
+    """The store of the identity named by ``op --as`` (its ``--db``, if given)."""
     from muretai_cli.cli._door import open_store
     from muretai_cli.cli._op import op_db, op_identity
 
@@ -48,29 +49,56 @@ def register(op_app: typer.Typer) -> None:
 @handles_errors
 def inbox(
     ctx: typer.Context,
-    all_: Annotated[bool, typer.Option("--all", help="Everything, not the newest 20.")] = False,
+    peer: Annotated[str | None, typer.Option("--peer", help="Only the conversations with "
+                                             "this DID.", show_default=False)] = None,
+    context: Annotated[str | None, typer.Option("--context", help="Only this conversation "
+                                                "(its contextId).", show_default=False)] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Everything, not the last 20.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Accepted messages, newest first: arrival time, sender, verified flag, conversation
-    (and when you approved a held first contact), then the text."""
-    store = _store(ctx)
+    """Conversations, both directions (sent and received, by door or relay): the one with
+    the latest message last, oldest first within each; verified flag, channel, reply link."""
+    if peer is not None:
+        peer = did_option(peer, "--peer")
+    store = op_store(ctx)
     try:
-        rows = store.inbox(None if all_ else 20)
+        rows = store.conversation(peer=peer, context=context)
     finally:
         store.close()
+    if not all_:
+        rows = rows[-20:]
+    for m in rows:
+        m["from" if m["direction"] == "in" else "to"] = m["peer"]
     if json_out:
         emit_json({"ok": True, "messages": rows})
         return
+    previous: object = None
     for m in rows:
-        flag = "verified" if m["verified"] else "UNVERIFIED"
-        ctx_id = safe(m["contextId"], limit=80) if m["contextId"] else "-"
-        approved = f"  approved {when(m['approved'])}" if m.get("approved") else ""
-        say(f"{when(m['received'])}  {safe(m['from'], limit=120)}  {flag}  conversation "
-            f"{ctx_id}{approved}")
-        for line in quoted(m["text"], limit=2000):
+        group = (m["peer"], m["contextId"])
+        if previous is not None and group != previous:
+            say("")
+        previous = group
+        for line in message_lines(m):
             say(line)
     if not rows:
-        note("the inbox is empty")
+        note("no messages yet")
+
+
+def message_lines(m: dict[str, Any]) -> list[str]:
+    """One message for people: a header of facts, then the text quoted behind ``| ``."""
+    if m["direction"] == "in":
+        flag = "verified" if m["verified"] else "UNVERIFIED"
+        head = f"{when(m['received'])}  <- {safe(m['peer'], limit=120)}  {flag}"
+    else:
+        head = f"{when(m['received'])}  -> {safe(m['peer'], limit=120)}  " \
+               f"{safe(m.get('state') or 'sent', limit=20)}"
+    ctx_id = safe(m["contextId"], limit=80) if m["contextId"] else "-"
+    head += f"  {safe(m.get('channel') or 'door', limit=10)}  conversation {ctx_id}"
+    if m.get("replyTo"):
+        head += f"  reply to {safe(m['replyTo'], limit=80)}"
+    if m.get("approved"):
+        head += f"  approved {when(m['approved'])}"
+    return [head, *quoted(m["text"], limit=2000)]
 
 
 def _print_requests(rows: list[dict[str, Any]]) -> None:
@@ -94,7 +122,7 @@ def requests_list(
     json_out: JsonOpt = False,
 ) -> None:
     """Held first contacts, oldest first."""
-    store = _store(ctx)
+    store = op_store(ctx)
     try:
         rows = store.requests(all_=all_)
     finally:
@@ -115,7 +143,7 @@ def requests_approve(
     json_out: JsonOpt = False,
 ) -> None:
     """Deliver the held message to the inbox and let that sender through from now on."""
-    store = _store(ctx)
+    store = op_store(ctx)
     try:
         out = store.approve(request_id, int(time.time()))
     finally:
@@ -135,7 +163,7 @@ def requests_reject(
     json_out: JsonOpt = False,
 ) -> None:
     """Drop the held message; the sender is refused until it redeems a new grant."""
-    store = _store(ctx)
+    store = op_store(ctx)
     try:
         out = store.reject(request_id, int(time.time()), block=block)
     finally:
@@ -156,7 +184,7 @@ def _senders(ctx: typer.Context) -> None:
 @handles_errors
 def senders_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Senders with a standing: allowed, blocked, approved, rejected."""
-    store = _store(ctx)
+    store = op_store(ctx)
     try:
         rows = store.senders()
     finally:
@@ -172,7 +200,7 @@ def senders_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
 
 def _set(ctx: typer.Context, did: str, status: Any, json_out: bool, verb: str) -> None:
     did = did_option(did, "DID")
-    store = _store(ctx)
+    store = op_store(ctx)
     try:
         store.set_sender(did, status, int(time.time()))
     finally:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from muretai_cli.visit.dm import DmReport
+    from muretai_cli.visit.send import SendReport
 
 contact_app = typer.Typer(cls=AsGroup, no_args_is_help=True,
                           help="Contact grants you issue; doors you write to (signed DMs).")
@@ -119,11 +120,10 @@ def _with_refusal_details(json_out: bool, run: Callable[[], None]) -> None:
         raise
 
 
-@contact_app.command("dm")
 @handles_errors
 def dm(
     ctx: typer.Context,
-    did: Annotated[str, typer.Argument(help="The door's DID.")],
+    did: Annotated[str, typer.Argument(help="The peer's DID.")],
     message: Annotated[str | None, typer.Argument(help="The text, or - to read stdin.",
                                                   show_default=False)] = None,
     message_file: Annotated[str | None, typer.Option(
@@ -131,55 +131,95 @@ def dm(
     connect: Annotated[str | None, typer.Option(
         "--connect", help="A card URL, or a contact grant file.", show_default=False)] = None,
     card_url: Annotated[str | None, typer.Option(
-        "--card-url", help="Where the door is, when --connect is a grant.",
+        "--card-url", help="Where the door is (its card or base URL).",
+        show_default=False)] = None,
+    relay: Annotated[str | None, typer.Option(
+        "--relay", help="The peer's relay: its card there says how to reach it.",
         show_default=False)] = None,
     context: ContextOpt = None,
+    reply_to: Annotated[str | None, typer.Option(
+        "--reply-to", help="The messageId this answers (sets metadata.replyTo and, by "
+                           "default, its conversation).", show_default=False)] = None,
     timeout: TimeoutOpt = "30",
     max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
     json_out: JsonOpt = False,
 ) -> None:
-    """Send one signed DM (connecting first if needed) and verify the door's reply."""
+    """Send one signed DM: knock on the peer's door, or seal it and deposit it at its relay.
+
+    States: delivered (the door accepted it; its reply is checked), queued (the relay holds
+    it), held (a first contact awaiting the owner's approval: exit 0), refused (exit 4).
+    """
     import time
 
     from muretai_cli.cli._op import op_identity
-    from muretai_cli.home import ConnectionStore, PinStore, TrustList
-    from muretai_cli.visit.dm import contact_and_dm
+    from muretai_cli.cli._opdoor import op_store
+    from muretai_cli.cli._visitout import client_for
+    from muretai_cli.durations import parse_seconds
+    from muretai_cli.home import ConnectionStore, PinStore, Profiles, TrustList
+    from muretai_cli.visit.send import Sender, send_dm
 
     did = did_option(did, "DID")
     text = message_text(message, message_file)
     grant_or_url = connect_value(connect)
     ident = op_identity(ctx)
     key = ident.signing_key()
+    store = op_store(ctx)
+    sender = Sender(key, store, ConnectionStore(key.did), client_for, int(time.time()),
+                    my_relay=Profiles().relay_of(key.did), timeout=parse_seconds(timeout),
+                    max_bytes=max_bytes, pins=PinStore(), trust=TrustList())
 
     def run() -> None:
-        with make_client(timeout, max_bytes) as client, progress(f"sending to {did}"):
-            report = contact_and_dm(key, did, text, client=client, now=int(time.time()),
-                                    connections=ConnectionStore(key.did), connect=grant_or_url,
-                                    card_url=card_url, pins=PinStore(), trust=TrustList(),
-                                    context_id=context)
-        _render_dm(report, json_out)
+        with progress(f"sending to {did}"):
+            report = send_dm(sender, did, text, connect=grant_or_url, card_url=card_url,
+                             relay_url=relay, context_id=context, reply_to=reply_to)
+        _render_send(report, json_out)
 
-    _with_refusal_details(json_out, run)
+    try:
+        _with_refusal_details(json_out, run)
+    finally:
+        store.close()
 
 
-@contact_app.command("list")
-@handles_errors
-def list_(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-    """Doors this identity has written to and heard back from (verified)."""
-    from muretai_cli.cli._op import op_identity
-    from muretai_cli.home import ConnectionStore
-
-    ident = op_identity(ctx)
-    store = ConnectionStore(ident.did)
-    rows = store.all()
-    if json_out:
-        emit_json({"ok": True, "as": ident.name, "did": ident.did,
-                   "connections": [c.to_json() for c in rows]})
+def _render_send(report: SendReport, json_out: bool) -> None:
+    for r in report.reasons:
+        note(f"warning: {r.code}: {safe(r.detail)}")
+    if report.state == "delivered" and report.dm is not None:
+        if json_out:
+            emit_json(report.to_json())
+            if report.exit_code:
+                raise typer.Exit(report.exit_code)
+            return
+        _render_dm(report.dm, False)
         return
-    for c in rows:
-        say(f"{c.did}\t{safe(c.endpoint)}")
-    if not rows:
-        note(f"{ident.name} has no connections yet")
+    if json_out:
+        emit_json(report.to_json())
+    elif report.state == "queued":
+        say(f"queued at {safe(report.address)}")
+        note(f"sent {report.message_id} to {report.to} (conversation "
+             f"{safe(report.context_id)}); it waits there until the peer runs turn-check")
+    elif report.state == "held":
+        where = f" at {safe(report.address)}" if report.address else ""
+        say(f"held for approval{where}: request {safe(report.request_id)}, message "
+            f"{report.message_id}")
+        if report.already_held:
+            note("this text was sent before and is still held; it was not sent again "
+                 "(the owner's approval delivers it)")
+        else:
+            for line in peer_refusal_lines(dict(report.refusal or {})):
+                note(line)
+            note("a first contact: the door's owner decides; do not resend it")
+
+
+contact_app.command("dm")(dm)
+
+
+def _register_list() -> None:
+    from muretai_cli.cli._opconv import connections
+
+    contact_app.command("list", help="Alias of `op connections`.")(connections)
+
+
+_register_list()
 
 
 @handoff_app.command("follow")

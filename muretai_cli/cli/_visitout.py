@@ -45,6 +45,13 @@ def make_client(timeout: str, max_bytes: int) -> SafeClient:
     return SafeClient(timeout=parse_seconds(timeout), max_bytes=max_bytes)
 
 
+def client_for(seconds: float, max_bytes: int) -> SafeClient:
+    """A safe client for one request (a relay long-poll or a deposit has its own deadline)."""
+    from muretai_cli.net import SafeClient
+
+    return SafeClient(timeout=seconds, max_bytes=max_bytes)
+
+
 def plain_console(**options: Any) -> Console:
     """A rich console that renders strings as they are: no markup, no emoji codes, no
     highlighting, so ``[/x]`` or ``did:key:`` from a URL, file name or peer stays text."""

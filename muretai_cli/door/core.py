@@ -289,16 +289,26 @@ class Door:
         ladder.fresh(fields["timestamp"], now)
         seen, status = self.store.lookup(fields["messageId"], fields["from"], now)
         if seen:
-            raise RpcError(-32002, "replay")
+            # An exact repeat of an accepted message (a visitor whose answer was lost) gets
+            # the reply it was given, marked recovered; nothing is delivered twice.
+            kept = self.store.kept_reply({**fields, "sig": env["sig"]})
+            if kept is None:
+                raise RpcError(-32002, "replay")
+            kept.setdefault("metadata", {})["recovered"] = True
+            return kept
         ladder.signature(fields, env["sig"])
         self._rate(fields["from"], self.clock())
         fields["sig"] = env["sig"]
-        outcome = consent.admit(self.store, self.config.policy, fields, status, now,
-                                gate=self._gate)
+        reply = self._reply(fields, "accepted", now)
+        from muretai_cli.inbox.relayed import proved_reply_to
+
+        admitted = {**fields, "relay": env["relay"], "reply": _dumps(reply),
+                    "replyTo": proved_reply_to(self.store, self.did, fields, env["replyTo"])}
+        consent.admit(self.store, self.config.policy, admitted, status, now, gate=self._gate)
         if now - self._last_prune > 60:
             self._last_prune = now
             self.store.prune(now)
-        return self._reply(fields, outcome, now)
+        return reply
 
     def _gate(self, request_id: str) -> dict[str, Any]:
         """The WebMCP gate shape: what a person must do, and what the agent should do."""
@@ -309,8 +319,9 @@ class Door:
             "requestId": request_id,
             "message": "A new contact wants to message you. Approve or reject it with "
                        f"`muretai op --as {self.config.name} requests`.",
-            "agentHint": "Your first message is held for the owner's approval. Do not resend; "
-                         "later messages are refused with this requestId until a decision.",
+            "agentHint": "Your message is held for the owner's approval. Do not resend it; "
+                         "later messages are held too, under this requestId, until a "
+                         "decision.",
         }
 
     def _reply(self, env: dict[str, Any], outcome: str, now: int) -> dict[str, Any]:

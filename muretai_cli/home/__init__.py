@@ -19,6 +19,7 @@ from muretai_cli.home._files import (
 from muretai_cli.home._keys import Identity, KeyStore, keys_dir, valid_name
 from muretai_cli.home._names import dids_named
 from muretai_cli.home._pins import Pin, PinStore
+from muretai_cli.home._profiles import Profiles
 from muretai_cli.home._records import KeyStatePins, MintedRecords
 from muretai_cli.home._trust import TrustedOrg, TrustList
 
@@ -31,6 +32,7 @@ __all__ = [
     "MintedRecords",
     "Pin",
     "PinStore",
+    "Profiles",
     "TrustList",
     "TrustedOrg",
     "atomic_write",

@@ -35,10 +35,14 @@ def admit(store: DoorStore, policy: Policy, env: dict[str, Any], status: str | N
         view = store.sender_view(sender, now, status)
         if view.any_connection and not view.valid_connection:
             raise RpcError(-32011, "grant-no-longer-valid")
-        if policy == "closed" and not view.valid_connection:
+        # A peer this identity wrote to first is not a stranger (a redeemed grant lets a
+        # sender through a closed door, but is no approval in quarantine).
+        wrote = store.wrote_to(sender)
+        if policy == "closed" and not (view.valid_connection or wrote):
             raise RpcError(-32010, "introduction-required")
-        if policy == "quarantine" and status != "approved":
-            request_id = view.held_request or store.hold(env, now)
+        if policy == "quarantine" and not (status == "approved" or wrote):
+            # Held, each message (none dropped); the answer names the first held request.
+            request_id = store.hold(env, now)
             if request_id is None:
                 raise RpcError(-32002, "replay")
             raise RpcError(HELD_CODE, "awaiting-approval", data=gate(request_id))

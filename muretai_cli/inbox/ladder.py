@@ -132,7 +132,26 @@ def a2a_message(params: dict[str, Any]) -> dict[str, Any]:
     if not text:  # no text parts, or only empty ones: nothing was said, nothing to store
         raise RpcError(-32600, "empty-text")
     return {"contextId": ctx, "from": meta.get("from"), "messageId": mid, "text": text,
-            "timestamp": meta.get("timestamp"), "to": meta.get("to"), "sig": meta.get("sig")}
+            "timestamp": meta.get("timestamp"), "to": meta.get("to"), "sig": meta.get("sig"),
+            "relay": _relay_hint(meta.get("relay")), "replyTo": _id_hint(meta.get("replyTo"))}
+
+
+def _relay_hint(value: object) -> str | None:
+    """``metadata.relay`` (unsigned): where the sender says it can be reached, canonical, or
+    None. Only a place to look: an answer goes there only if the card found there verifies."""
+    from muretai_cli.urls import parse_base_url
+
+    if not isinstance(value, str) or len(value) > 2048:
+        return None
+    try:
+        return parse_base_url(value).text
+    except MuretaiError:
+        return None
+
+
+def _id_hint(value: object) -> str | None:
+    """``metadata.replyTo`` (unsigned): a hint, kept only if the signed binding proves it."""
+    return value if isinstance(value, str) and 0 < len(value) <= MAX_ID else None
 
 
 # -- rung 5: text size, before any cryptography ------------------------------------------

@@ -14,7 +14,14 @@ serving the identity. All SQL is here, portable, and runs through ``Database.tra
 Tables: grants, redemptions (one per grant and sender: what counts a use), connections
 (what lets a sender in, bounded by its grant's expiry), inbox, requests (held first
 contacts), senders (allow/block lists and decisions' lasting effect), decisions (the
-owner's log, with times), replay (messageIds accepted or held, door-wide), meta.
+owner's log, with times), replay (messageIds accepted or held, door-wide), meta (the
+card's revision, the identity's policy), sent (what this identity sent, and its state),
+peers (where a peer said it can be reached: its relay, learned from a verified message),
+relayed (each relay deposit drained: its outcome, and whether it was shown yet).
+
+Received messages carry their channel (``door`` or ``relay``), the ``replyTo`` their
+signed fields proved, the relay the sender named (``metadata.relay``) and, for a message
+the door accepted, the signed reply it was given (answered again to an exact repeat).
 """
 
 from __future__ import annotations
@@ -109,16 +116,39 @@ CREATE {unlogged} TABLE rate (bucket TEXT NOT NULL, win {int} NOT NULL, used {in
   PRIMARY KEY (bucket, win))
 """
 RATE_WINDOW = 60
+# Version 4: conversations. What was sent, peers' relays, relayed deposits; the channel,
+# proved replyTo, named relay and kept reply of received messages; an order for requests.
+_V4 = """
+ALTER TABLE inbox ADD COLUMN channel TEXT NOT NULL DEFAULT 'door';
+ALTER TABLE inbox ADD COLUMN reply_to TEXT;
+ALTER TABLE inbox ADD COLUMN relay TEXT;
+ALTER TABLE inbox ADD COLUMN reply TEXT;
+ALTER TABLE requests ADD COLUMN channel TEXT NOT NULL DEFAULT 'door';
+ALTER TABLE requests ADD COLUMN reply_to TEXT;
+ALTER TABLE requests ADD COLUMN relay TEXT;
+ALTER TABLE requests ADD COLUMN seq {int} NOT NULL DEFAULT 0;
+CREATE TABLE sent (
+  id {serial}, peer TEXT NOT NULL, message_id TEXT NOT NULL UNIQUE, context_id TEXT,
+  text TEXT NOT NULL, sent {int} NOT NULL, channel TEXT NOT NULL, state TEXT NOT NULL,
+  reply_to TEXT, request_id TEXT, address TEXT);
+CREATE INDEX sent_peer ON sent (peer, sent);
+CREATE TABLE peers (did TEXT PRIMARY KEY, relay TEXT, updated {int} NOT NULL);
+CREATE TABLE relayed (
+  id {serial}, sender TEXT NOT NULL, deposit_id TEXT NOT NULL, message_id TEXT,
+  outcome TEXT NOT NULL, reason TEXT, detail TEXT, request_id TEXT, at {int} NOT NULL,
+  shown {int} NOT NULL DEFAULT 0, UNIQUE (sender, deposit_id))
+"""
 
 
 def door_schema() -> Schema:
     from muretai_cli.db import Schema
 
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
-                           {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3))
+                           {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4))
 
 
 SenderStatus = Literal["allowed", "blocked", "approved", "rejected"]
+SentState = Literal["delivered", "queued", "held", "refused"]
 REPLAY_WINDOW = 2 * MESSAGE_WINDOW  # a messageId is remembered as long as it could be fresh
 
 
@@ -320,55 +350,99 @@ class DoorStore:
 
         Not exclusive: the unique keys decide. Two processes racing with one ``messageId``
         both insert its replay row; the database lets one commit and the other finds it.
-        On PostgreSQL both rows go in one statement (one round trip, its own transaction).
+        ``env`` may carry ``channel`` (door | relay), a proved ``replyTo``, the ``relay``
+        the sender named, the signed ``reply`` given, and a relayed message's ``depositId``
+        (recorded in the same transaction, so a redelivery is recognised).
         """
-        if self.db.dialect == "postgresql":
+        channel = env.get("channel", "door")
+        if self.db.dialect == "postgresql" and channel == "door" and not env.get("relay"):
+            # one statement: one round trip, its own transaction (the door's hot path)
             return self.db.one(
                 "WITH r AS (INSERT INTO replay (message_id, seen) VALUES (?, ?) "
                 "ON CONFLICT (message_id) DO NOTHING RETURNING message_id) "
                 "INSERT INTO inbox (sender, message_id, context_id, text, sent, received, "
-                "verified, sig, via) SELECT ?, r.message_id, ?, ?, ?, ?, 1, ?, 'direct' FROM r "
-                "ON CONFLICT (sender, message_id) DO NOTHING RETURNING id",
+                "verified, sig, via, reply_to, reply) SELECT ?, r.message_id, ?, ?, ?, ?, 1, "
+                "?, 'direct', ?, ? FROM r ON CONFLICT (sender, message_id) DO NOTHING "
+                "RETURNING id",
                 (env["messageId"], now, env["from"], env["contextId"], env["text"],
-                 env["timestamp"], now, env["sig"])) is not None
+                 env["timestamp"], now, env["sig"], env.get("replyTo"),
+                 env.get("reply"))) is not None
         try:
             with self.db.transaction(exclusive=False) as tx:
-                if not tx.all("INSERT INTO replay (message_id, seen) VALUES (?, ?) "
-                              "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
-                              (env["messageId"], now)):
+                if channel == "door" and not tx.all(
+                        "INSERT INTO replay (message_id, seen) VALUES (?, ?) "
+                        "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
+                        (env["messageId"], now)):
                     return False
                 if not tx.all(
                         "INSERT INTO inbox (sender, message_id, context_id, text, sent, "
-                        "received, verified, sig, via) VALUES (?, ?, ?, ?, ?, ?, 1, ?, "
-                        "'direct') ON CONFLICT (sender, message_id) DO NOTHING RETURNING id",
+                        "received, verified, sig, via, channel, reply_to, relay, reply) "
+                        "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT (sender, message_id) DO NOTHING RETURNING id",
                         (env["from"], env["messageId"], env["contextId"], env["text"],
-                         env["timestamp"], now, env["sig"])):
+                         env["timestamp"], now, env["sig"],
+                         "direct" if channel == "door" else channel, channel,
+                         env.get("replyTo"), env.get("relay"), env.get("reply"))):
                     raise _Replayed
+                self._after_receipt(tx, env, "accepted", None, now)
         except _Replayed:
             return False
         return True
 
-    def hold(self, env: dict[str, Any], now: int) -> str | None:
-        """Hold a first contact for the owner's decision; returns its request id (None: replay).
+    def _after_receipt(self, tx: Tx, env: dict[str, Any], outcome: str,
+                       request_id: str | None, now: int) -> None:
+        if env.get("relay"):
+            tx.execute("INSERT INTO peers (did, relay, updated) VALUES (?, ?, ?) "
+                       "ON CONFLICT (did) DO UPDATE SET relay=excluded.relay, "
+                       "updated=excluded.updated", (env["from"], env["relay"], now))
+        if env.get("depositId") is not None:
+            tx.execute("INSERT INTO relayed (sender, deposit_id, message_id, outcome, "
+                       "request_id, at) VALUES (?, ?, ?, ?, ?, ?)",
+                       (env["from"], env["depositId"], env["messageId"], outcome,
+                        request_id, now))
 
-        Exclusive: a stranger has one held request, whichever process got the first
-        message; a later one (here or anywhere) is answered with that request's id.
+    def kept_reply(self, env: dict[str, Any]) -> dict[str, Any] | None:
+        """The signed reply the door gave this exact message (same six fields, same sig);
+        None for anything that differs, or that the door did not accept."""
+        row = self.db.one("SELECT context_id, text, sent, sig, reply FROM inbox WHERE "
+                          "sender=? AND message_id=? AND channel='door'",
+                          (env["from"], env["messageId"]))
+        if row is None or row[4] is None:
+            return None
+        if (row[0], row[1], row[2], row[3]) != (env["contextId"], env["text"],
+                                                env["timestamp"], env["sig"]):
+            return None
+        reply: dict[str, Any] = json.loads(row[4])
+        return reply
+
+    def hold(self, env: dict[str, Any], now: int) -> str | None:
+        """Hold a message for the owner's decision; returns the sender's request id (the
+        first held one: one request per stranger, whichever process held it), None for a
+        replay. Every message of a sender awaiting a decision is kept (none is dropped),
+        each in its own row, in order; approving or rejecting one decides them all.
         """
+        channel = env.get("channel", "door")
         with self.db.transaction() as tx:
-            held = tx.one("SELECT id FROM requests WHERE sender=? AND status='held' LIMIT 1",
-                          (env["from"],))
-            if held is not None:
-                return str(held[0])
-            if not tx.all("INSERT INTO replay (message_id, seen) VALUES (?, ?) "
-                          "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
-                          (env["messageId"], now)):
+            if channel == "door":
+                if not tx.all("INSERT INTO replay (message_id, seen) VALUES (?, ?) "
+                              "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
+                              (env["messageId"], now)):
+                    return None
+            elif tx.one("SELECT 1 FROM requests WHERE sender=? AND message_id=?",
+                        (env["from"], env["messageId"])):
                 return None
             request_id = f"r-{secrets.token_hex(8)}"
             tx.execute("INSERT INTO requests (id, sender, message_id, context_id, text, sent, "
-                       "received, sig) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       "received, sig, channel, reply_to, relay, seq) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                       "(SELECT COALESCE(MAX(seq), 0) + 1 FROM requests))",
                        (request_id, env["from"], env["messageId"], env["contextId"],
-                        env["text"], env["timestamp"], now, env["sig"]))
-            return request_id
+                        env["text"], env["timestamp"], now, env["sig"], channel,
+                        env.get("replyTo"), env.get("relay")))
+            self._after_receipt(tx, env, "held", request_id, now)
+            first = tx.one("SELECT id FROM requests WHERE sender=? AND status='held' "
+                           "ORDER BY seq LIMIT 1", (env["from"],))
+            return str(first[0]) if first else request_id
 
     def prune(self, now: int) -> None:
         self.db.execute("DELETE FROM replay WHERE seen < ?", (now - REPLAY_WINDOW,))
@@ -417,7 +491,7 @@ class DoorStore:
     def requests(self, *, all_: bool = False) -> list[dict[str, Any]]:
         rows = self.db.all(
             "SELECT id, sender, message_id, context_id, text, sent, received, status, decided "
-            "FROM requests WHERE status='held' OR ?=1 ORDER BY received, id", (int(all_),))
+            "FROM requests WHERE status='held' OR ?=1 ORDER BY received, seq", (int(all_),))
         keys = ("id", "from", "messageId", "contextId", "text", "timestamp", "received",
                 "status", "decided")
         return [dict(zip(keys, r, strict=True)) for r in rows]
@@ -447,14 +521,21 @@ class DoorStore:
                    (now, action, sender, request_id))
 
     def approve(self, request_id: str, now: int) -> dict[str, Any]:
+        """Deliver the held message, and every other one its sender sent while held."""
         with self.db.transaction() as tx:
-            rid, sender, mid, ctx, text, sent, received, sig, _ = self._held(tx, request_id)
-            tx.execute("UPDATE requests SET status='approved', decided=? WHERE id=?",
-                       (now, rid))
-            tx.execute("INSERT INTO inbox (sender, message_id, context_id, text, sent, "
-                       "received, verified, sig, via) VALUES (?, ?, ?, ?, ?, ?, 1, ?, "
-                       "'approved') ON CONFLICT (sender, message_id) DO NOTHING",
-                       (sender, mid, ctx, text, sent, received, sig))
+            rid, sender, *_ = self._held(tx, request_id)
+            rows = tx.all("SELECT message_id, context_id, text, sent, received, sig, channel, "
+                          "reply_to, relay FROM requests WHERE sender=? AND status='held' "
+                          "ORDER BY received, seq", (sender,))
+            tx.execute("UPDATE requests SET status='approved', decided=? WHERE sender=? AND "
+                       "status='held'", (now, sender))
+            for mid, ctx, text, sent, received, sig, channel, reply_to, relay in rows:
+                tx.execute("INSERT INTO inbox (sender, message_id, context_id, text, sent, "
+                           "received, verified, sig, via, channel, reply_to, relay) "
+                           "VALUES (?, ?, ?, ?, ?, ?, 1, ?, 'approved', ?, ?, ?) "
+                           "ON CONFLICT (sender, message_id) DO NOTHING",
+                           (sender, mid, ctx, text, sent, received, sig, channel, reply_to,
+                            relay))
             if self._status(tx, sender) not in ("allowed", "blocked"):
                 self._set_sender(tx, sender, "approved", now)
             self._log(tx, now, "approve", sender, rid)
@@ -463,8 +544,8 @@ class DoorStore:
     def reject(self, request_id: str, now: int, *, block: bool = False) -> dict[str, Any]:
         with self.db.transaction() as tx:
             rid, sender, *_ = self._held(tx, request_id)
-            tx.execute("UPDATE requests SET status='rejected', decided=? WHERE id=?",
-                       (now, rid))
+            tx.execute("UPDATE requests SET status='rejected', decided=? WHERE sender=? AND "
+                       "status='held'", (now, sender))
             tx.execute("DELETE FROM connections WHERE sender=?", (sender,))
             if block:
                 self._set_sender(tx, sender, "blocked", now)
@@ -492,6 +573,147 @@ class DoorStore:
     def decisions(self) -> list[dict[str, Any]]:
         rows = self.db.all("SELECT at, action, sender, request_id FROM decisions ORDER BY id")
         return [{"at": a, "action": b, "sender": c, "requestId": d} for a, b, c, d in rows]
+
+
+    # -- the conversation: what this identity sent, where peers are, relayed deposits --
+    def setting(self, key: str) -> str | None:
+        row = self.db.one("SELECT value FROM meta WHERE key=?", (key,))
+        return str(row[0]) if row else None
+
+    def set_setting(self, key: str, value: str) -> None:
+        self.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) "
+                        "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
+
+    def record_sent(self, *, peer: str, message: dict[str, Any], channel: str,
+                    state: SentState, now: int, address: str | None = None,
+                    reply_to: str | None = None, request_id: str | None = None) -> None:
+        """What this identity sent (six fields of ``message``), where, and how it went."""
+        with self.db.transaction(exclusive=False) as tx:
+            tx.execute(
+                "INSERT INTO sent (peer, message_id, context_id, text, sent, channel, state, "
+                "reply_to, request_id, address) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (message_id) DO UPDATE SET state=excluded.state, "
+                "request_id=excluded.request_id",
+                (peer, message["messageId"], message["contextId"], message["text"],
+                 message["timestamp"], channel, state, reply_to, request_id, address))
+            if state == "delivered":  # the door let this one in: what it held, it delivered
+                tx.execute("UPDATE sent SET state='delivered' WHERE peer=? AND state='held'",
+                           (peer,))
+
+    def sent_message(self, message_id: str) -> dict[str, Any] | None:
+        row = self.db.one("SELECT peer, message_id, context_id, text, sent, channel, state, "
+                              "reply_to, request_id FROM sent WHERE message_id=?",
+                              (message_id,))
+        keys = ("to", "messageId", "contextId", "text", "timestamp", "channel", "state",
+                "replyTo", "requestId")
+        return dict(zip(keys, row, strict=True)) if row else None
+
+    def pending_held(self, peer: str, text: str) -> dict[str, Any] | None:
+        """A message to ``peer`` with this text still held at the peer's door, if any."""
+        row = self.db.one("SELECT message_id FROM sent WHERE peer=? AND state='held' AND "
+                              "text=? ORDER BY sent, id LIMIT 1", (peer, text))
+        return self.sent_message(str(row[0])) if row else None
+
+    def wrote_to(self, did: str) -> bool:
+        """Whether this identity wrote to ``did`` first: such a peer is not a stranger."""
+        row = self.db.one("SELECT 1 FROM sent WHERE peer=? AND state != 'refused' LIMIT 1",
+                              (did,))
+        return row is not None
+
+    def peer_relay(self, did: str) -> str | None:
+        row = self.db.one("SELECT relay FROM peers WHERE did=?", (did,))
+        return str(row[0]) if row and row[0] else None
+
+    def received(self, sender: str, message_id: str) -> dict[str, Any] | None:
+        """A message from ``sender`` in the inbox or held, by its messageId."""
+        row = self.db.one(
+            "SELECT message_id, context_id, text, sent, received, channel, reply_to FROM inbox "
+            "WHERE sender=? AND message_id=? UNION ALL SELECT message_id, context_id, text, "
+            "sent, received, channel, reply_to FROM requests WHERE sender=? AND message_id=? "
+            "LIMIT 1", (sender, message_id, sender, message_id))
+        if row is None:
+            return None
+        keys = ("messageId", "contextId", "text", "timestamp", "received", "channel", "replyTo")
+        return {"from": sender, **dict(zip(keys, row, strict=True))}
+
+    def received_by_id(self, message_id: str) -> dict[str, Any] | None:
+        row = self.db.one("SELECT sender FROM inbox WHERE message_id=? UNION ALL "
+                              "SELECT sender FROM requests WHERE message_id=? LIMIT 1",
+                              (message_id, message_id))
+        return self.received(str(row[0]), message_id) if row else None
+
+    def deposit_seen(self, sender: str, deposit_id: str) -> bool:
+        row = self.db.one("SELECT 1 FROM relayed WHERE sender=? AND deposit_id=?",
+                              (sender, deposit_id))
+        return row is not None
+
+    def record_refused(self, sender: str, deposit_id: str, reason: str, detail: str,
+                       now: int) -> None:
+        """A deposit that was not a message for us: reported once, never shown as one."""
+        self.db.execute("INSERT INTO relayed (sender, deposit_id, outcome, reason, detail, at) "
+                        "VALUES (?, ?, 'refused', ?, ?, ?) ON CONFLICT (sender, deposit_id) "
+                        "DO NOTHING", (sender, deposit_id, reason, detail, now))
+
+    def unshown(self) -> list[dict[str, Any]]:
+        """Relayed deposits not yet shown, oldest first, with the message each became."""
+        rows = self.db.all("SELECT id, sender, deposit_id, message_id, outcome, reason, "
+                               "detail, request_id, at FROM relayed WHERE shown=0 ORDER BY id"
+                               )
+        out: list[dict[str, Any]] = []
+        for rid, sender, deposit, mid, outcome, reason, detail, request_id, at in rows:
+            item: dict[str, Any] = {"row": rid, "from": sender, "depositId": deposit,
+                                    "outcome": outcome, "at": at}
+            if outcome == "refused":
+                item["reason"] = {"code": reason, "message": detail}
+            else:
+                item["message"] = self.received(sender, str(mid))
+                item["requestId"] = request_id
+            out.append(item)
+        return out
+
+    def mark_shown(self, rows: list[int]) -> None:
+        with self.db.transaction(exclusive=False) as tx:
+            for row in rows:
+                tx.execute("UPDATE relayed SET shown=1 WHERE id=?", (row,))
+
+    def conversation(self, *, peer: str | None = None, context: str | None = None
+                     ) -> list[dict[str, Any]]:
+        """Both directions, sent and received: grouped by conversation (the one with the
+        latest message last), oldest first within each."""
+        # A filter left out is NULL, which matches everything (one fixed statement).
+        rows = self.db.all(
+            "SELECT * FROM (SELECT 'in' AS direction, i.sender AS peer, i.message_id, "
+            "i.context_id, i.text, i.sent, i.received AS at, i.verified, i.channel, i.reply_to, "
+            "NULL AS state, (SELECT MIN(r.decided) FROM requests r WHERE i.via='approved' AND "
+            "r.sender=i.sender AND r.message_id=i.message_id AND r.status='approved') AS "
+            "approved, i.id FROM inbox i UNION ALL SELECT 'out', peer, message_id, context_id, "
+            "text, sent, sent, 1, channel, reply_to, state, NULL, id FROM sent) AS m "
+            "WHERE (CAST(? AS TEXT) IS NULL OR peer=?) AND (CAST(? AS TEXT) IS NULL OR "
+            "context_id=?) "
+            "ORDER BY at, direction, id", (peer, peer, context, context))
+        keys = ("direction", "peer", "messageId", "contextId", "text", "timestamp",
+                "received", "verified", "channel", "replyTo", "state", "approved")
+        items = [dict(zip(keys, r[:12], strict=True)) for r in rows]
+        last: dict[Any, int] = {}
+        for index, item in enumerate(items):
+            item["verified"] = bool(item["verified"])
+            last[(item["peer"], item["contextId"])] = index
+        items.sort(key=lambda m: (last[(m["peer"], m["contextId"])], m["received"]))
+        return items
+
+    def peers_summary(self) -> list[dict[str, Any]]:
+        """Every peer written to or heard from: its relay, and the last message either way."""
+        rows = self.db.all(
+            "SELECT peer, direction, text, at, channel FROM (SELECT sender AS peer, 'in' AS "
+            "direction, text, received AS at, channel, id FROM inbox UNION ALL SELECT peer, "
+            "'out', text, sent, channel, id FROM sent) AS m ORDER BY at, id")
+        out: dict[str, dict[str, Any]] = {}
+        for peer, direction, text, at, channel in rows:
+            out[peer] = {"did": peer, "lastMessage": {"direction": direction, "text": text,
+                                                      "at": at, "channel": channel}}
+        for did, relay in self.db.all("SELECT did, relay FROM peers"):
+            out.setdefault(did, {"did": did, "lastMessage": None})["relay"] = relay
+        return [out[k] for k in sorted(out)]
 
 
 class _Full(Exception):

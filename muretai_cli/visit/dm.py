@@ -76,6 +76,7 @@ class DmReport:
     remembered: bool
     grant: Mapping[str, Any] = field(default_factory=dict)
     card: CardCheck | None = None
+    message: Mapping[str, Any] = field(default_factory=dict)  # the six fields sent
 
     @property
     def exit_code(self) -> int:
@@ -349,8 +350,13 @@ def check_reply(doc: Mapping[str, Any], *, door_did: str, me: str, sent: Sent, n
 
 
 def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, now: int,
-            connections: ConnectionStore, context_id: str | None = None) -> DmReport:
-    """Redeem the target's grant if any, then exactly one signed ``message/send`` POST."""
+            connections: ConnectionStore, context_id: str | None = None,
+            reply_to: str | None = None, metadata: Mapping[str, Any] | None = None) -> DmReport:
+    """Redeem the target's grant if any, then exactly one signed ``message/send`` POST.
+
+    A refusal carries what was sent (``data.sent``, ``data.contextId``), so a held message
+    can be recorded as pending.
+    """
     from muretai_cli.artifacts.message import (
         build_message_send,
         new_context_id,
@@ -361,10 +367,16 @@ def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, n
 
     redeemed, grant_facts = redeem(client, key, target, now)
     message = signed_message(key, to=target.door_did, text=text, now=now,
-                             context_id=context_id or new_context_id())
+                             context_id=context_id or new_context_id(), reply_to=reply_to,
+                             metadata=metadata)
     request = build_message_send(message)
     answer = client.post_json(target.endpoint, canonical_bytes(request))
-    doc = _rpc_answer(answer, "message/send", missing_ok=True)
+    try:
+        doc = _rpc_answer(answer, "message/send", missing_ok=True)
+    except PeerRefused as exc:
+        exc.data.update({"sent": message["messageId"], "contextId": message["contextId"],
+                         "timestamp": now})
+        raise
     bound_id = reply_message_id(key.did, message["messageId"]) if target.reply_binding else None
     sent = Sent(message["messageId"], message["contextId"], bound_id)
     reply = check_reply(doc, door_did=target.door_did, me=key.did, sent=sent, now=now)
@@ -375,15 +387,18 @@ def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, n
                              expires=grant_facts.get("expires"),
                              reply_binding=target.reply_binding)
         remembered = True
+    six = {"messageId": message["messageId"], "contextId": message["contextId"], "text": text,
+           "timestamp": now}
     return DmReport(target.door_did, target.endpoint, message["messageId"], redeemed, reply,
-                    remembered, grant_facts, target.card)
+                    remembered, grant_facts, target.card, six)
 
 
 def contact_and_dm(key: SigningKey, to_did: str, text: str, *, client: SafeClient, now: int,
                    connections: ConnectionStore, connect: str | Mapping[str, Any] | None = None,
                    card_url: str | None = None, pins: PinStore | None = None,
                    trust: TrustList | None = None, context_id: str | None = None) -> DmReport:
-    """Connect if needed (card, grant, redeem) and send one signed DM to ``to_did``."""
+    """Connect if needed (card, grant, redeem) and knock once on ``to_did``'s door (no
+    relay, nothing recorded: ``visit.send.send_dm`` is the operator's verb)."""
     if not text:
         raise InputError("empty-message", "the message is empty")
     target = resolve_target(to_did, connect=connect, card_url=card_url, client=client, now=now,

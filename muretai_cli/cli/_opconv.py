@@ -1,0 +1,236 @@
+"""``op --as ME turn-check | policy | connections``: the conversation's receiving side."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from muretai_cli.cli._out import JsonOpt, emit_json, handles_errors, note, safe, say
+from muretai_cli.cli._visitout import quoted
+from muretai_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from muretai_cli.visit.turn import TurnCheck
+
+POLICY_KEY = "policy"
+DEFAULT_POLICY = "quarantine"
+
+
+def register(op_app: typer.Typer) -> None:
+    op_app.command("turn-check", context_settings={"allow_extra_args": True})(turn_check)
+    op_app.command("policy")(policy)
+    op_app.command("connections")(connections)
+
+
+def policy_of(store: Any) -> str:
+    """The identity's consent policy (the door's default, turn-check's rule)."""
+    value = store.setting(POLICY_KEY)
+    return value if value in ("open", "quarantine", "closed") else DEFAULT_POLICY
+
+
+def _wait_seconds(wait: bool, extra: list[str]) -> int:
+    """``--wait`` alone is 25 s; ``--wait N`` is N (0-30)."""
+    if not extra:
+        return 25 if wait else 0
+    if not wait or len(extra) != 1 or not extra[0].isdigit():
+        raise InputError("usage", f"unexpected argument {safe(' '.join(extra), limit=60)!r}",
+                         hint="use --wait [SECONDS] (0-30)")
+    seconds = int(extra[0])
+    if seconds > 30:
+        raise InputError("usage", "--wait is at most 30 seconds")
+    return seconds
+
+
+@handles_errors
+def turn_check(
+    ctx: typer.Context,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for a message if none is "
+                                       "waiting: 25 s, or the seconds given after it (≤ 30).")
+                    ] = False,
+    follow: Annotated[bool, typer.Option("--follow", help="Keep listening; print each event "
+                                         "as it comes (JSON Lines with --json).")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Fetch new mail from this identity's relay and print each message exactly once.
+
+    Each deposit is opened, verified (signed by its depositor, addressed to you, at most 30
+    days old), passed through your consent rules (`op policy`), stored, and only then
+    acknowledged. What cannot be opened or verified is acknowledged and reported as refused.
+    """
+    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._opdoor import op_store
+    from muretai_cli.cli._visitout import client_for
+    from muretai_cli.home import Profiles
+    from muretai_cli.visit.relay import RelayClient
+    from muretai_cli.visit.turn import TurnCheck
+
+    seconds = _wait_seconds(wait, list(ctx.args))
+    ident = op_identity(ctx)
+    relay_url = Profiles().relay_of(ident.did)
+    if relay_url is None:
+        raise InputError("no-relay", f"{ident.name} has no relay",
+                         hint=f"set one with `muretai id relay {ident.name} URL`")
+    store = op_store(ctx)
+    try:
+        check = TurnCheck(ident.signing_key(), store, RelayClient(relay_url, client_for),
+                          policy_of(store))  # type: ignore[arg-type]
+        if follow:
+            _follow(check, json_out)
+        else:
+            _once(check, seconds, json_out)
+    finally:
+        store.close()
+
+
+def _superseded(exc: Exception) -> None:
+    from muretai_cli.errors import PeerRefused
+
+    if isinstance(exc, PeerRefused) and exc.code == "superseded":
+        raise PeerRefused("superseded", "another turn-check for this identity took over the "
+                                        "mailbox; this one stops (nothing was lost)",
+                          hint="run one turn-check per identity at a time") from None
+
+
+def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
+    from muretai_cli.errors import MuretaiError
+    from muretai_cli.visit.turn import event_of
+
+    problem: MuretaiError | None = None
+    try:
+        check.drain(seconds if not check.unshown() else 0)
+    except MuretaiError as exc:
+        _superseded(exc)
+        problem = exc  # a relay that lies or fails: what was committed is still shown
+    items = check.unshown()
+    events = [event_of(i) for i in items]
+    if json_out:
+        doc: dict[str, Any] = {
+            "ok": problem is None,
+            "messages": [e for e in events if e["event"] == "message"],
+            "held": [e for e in events if e["event"] == "held"],
+            "refused": [e for e in events if e["event"] == "refused"],
+        }
+        if problem is not None:
+            doc["error"] = {"code": problem.code, "message": problem.detail}
+        emit_json(doc)
+    else:
+        for event in events:
+            for line in event_lines(event):
+                say(line)
+        if not events and problem is None:
+            note("no new messages")
+    check.shown(items)
+    if problem is not None:
+        raise problem
+
+
+def _follow(check: TurnCheck, json_out: bool) -> None:
+    from muretai_cli.errors import MuretaiError
+    from muretai_cli.visit.turn import event_of
+
+    try:
+        while True:
+            items = check.unshown()
+            for item in items:
+                event = event_of(item)
+                if json_out:
+                    sys.stdout.write(json.dumps({"ok": event["event"] != "refused", **event},
+                                                ensure_ascii=False) + "\n")
+                else:
+                    for line in event_lines(event):
+                        say(line)
+                sys.stdout.flush()
+            check.shown(items)
+            try:
+                check.drain(25)
+            except MuretaiError as exc:
+                _superseded(exc)
+                raise
+    except KeyboardInterrupt:
+        return
+
+
+def event_lines(event: dict[str, Any]) -> list[str]:
+    """A drained event for people; peer text quoted behind ``| ``."""
+    from muretai_cli.cli._opdoor import message_lines
+
+    if event["event"] == "refused":
+        reason = event["reason"] or {}
+        return [f"refused deposit {safe(event['depositId'], limit=80)} from "
+                f"{safe(event['from'] or '?', limit=120)}: {safe(reason.get('code'))}: "
+                f"{safe(reason.get('message'), limit=300)}"]
+    row = {**event, "direction": "in", "peer": event["from"]}
+    lines = message_lines(row)
+    if event["event"] == "held":
+        lines[0] += f"  HELD for approval (request {safe(event.get('requestId'))})"
+    return lines
+
+
+@handles_errors
+def policy(
+    ctx: typer.Context,
+    value: Annotated[str | None, typer.Argument(
+        metavar="[open|quarantine|closed]", help="Set it; without a value, show it.",
+        show_default=False)] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show or set who may reach this identity (door and relay alike; default quarantine).
+
+    `serve --dm-policy` overrides it for one run of the door.
+    """
+    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._opdoor import op_store
+
+    if value is not None and value not in ("open", "quarantine", "closed"):
+        raise InputError("bad-policy", f"{safe(value, limit=40)!r} is not a policy",
+                         hint="use open, quarantine or closed")
+    ident = op_identity(ctx)
+    store = op_store(ctx)
+    try:
+        if value is not None:
+            store.set_setting(POLICY_KEY, value)
+        current = policy_of(store)
+    finally:
+        store.close()
+    if json_out:
+        emit_json({"ok": True, "as": ident.name, "policy": current})
+    else:
+        say(current)
+
+
+@handles_errors
+def connections(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Peers and how each is reached (door URL or relay), with the last message either way."""
+    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._opdoor import op_store
+    from muretai_cli.home import ConnectionStore
+
+    ident = op_identity(ctx)
+    store = op_store(ctx)
+    try:
+        peers = {p["did"]: p for p in store.peers_summary()}
+    finally:
+        store.close()
+    for conn in ConnectionStore(ident.did).all():
+        peers.setdefault(conn.did, {"did": conn.did, "lastMessage": None}).update(
+            {**conn.to_json(), "door": conn.endpoint})
+    rows = [peers[k] for k in sorted(peers)]
+    for row in rows:
+        row["reachedBy"] = "door" if row.get("door") else "relay" if row.get("relay") else None
+    if json_out:
+        emit_json({"ok": True, "as": ident.name, "did": ident.did, "connections": rows})
+        return
+    for row in rows:
+        via = safe(row.get("door") or row.get("relay") or "-", limit=200)
+        say(f"{row['did']}  {row['reachedBy'] or 'not reachable yet'}  {via}")
+        last = row.get("lastMessage")
+        if last:
+            arrow = "<-" if last["direction"] == "in" else "->"
+            say(f"  last {arrow} {safe(last['channel'])}")
+            for line in quoted(last["text"], indent="    ", limit=200):
+                say(line)
+    if not rows:
+        note(f"{ident.name} has no connections yet")

@@ -1,0 +1,137 @@
+"""A relayed deposit's way in: open -> parse boundary -> ``message/send`` shape -> six fields,
+``to`` is me, signer is the depositor -> age, not already stored -> signature -> consent
+(the door's own code, ``consent.admit``) -> commit. The caller acknowledges only after.
+
+``receive`` is total on hostile input: every deposit ends as ``accepted``, ``held``,
+``refused`` (with a reason) or ``duplicate`` (a redelivery of one already committed), and
+nothing here raises for what a relay or a peer sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from muretai_cli.errors import MuretaiError
+from muretai_cli.inbox import consent, ladder
+from muretai_cli.inbox.ladder import RpcError
+
+if TYPE_CHECKING:
+    from muretai_cli.inbox.consent import Policy
+    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.seam import SigningKey
+
+MAX_AGE = 30 * 24 * 3600  # a relayed message may wait for days, not for ever
+MAX_AHEAD = 300
+Outcome = Literal["accepted", "held", "refused", "duplicate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    outcome: Outcome
+    reason: str | None = None
+    detail: str | None = None
+    request_id: str | None = None
+
+
+class NotForUs(Exception):
+    """One rung refused a deposit (internal to ``receive``)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+def proved_reply_to(store: DoorStore, me: str, fields: dict[str, Any],
+                    hint: str | None) -> str | None:
+    """``replyTo`` kept only when the message's SIGNED fields prove it: its contextId is the
+    one of my message ``hint`` to that sender, or its messageId is our door's derived one."""
+    from muretai_cli.artifacts.message import reply_message_id
+
+    if hint is None:
+        return None
+    mine = store.sent_message(hint)
+    if mine is None or mine["to"] != fields["from"]:
+        return None
+    if fields["messageId"] == reply_message_id(me, hint):
+        return hint
+    if mine["contextId"] is not None and fields["contextId"] == mine["contextId"]:
+        return hint
+    return None
+
+
+def _rung(exc: RpcError) -> NotForUs:
+    return NotForUs(exc.reason, ladder.MESSAGES.get(exc.code, "refused"))
+
+
+def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
+                  now: int) -> dict[str, Any]:
+    """The verified six fields (+ sig, relay, replyTo hint) of one deposit, or ``NotForUs``."""
+    from muretai_cli.seam import open_box
+
+    plain = open_box(key, from_enc, blob, ad=b"")
+    if plain is None:
+        raise NotForUs("cannot-open", "the blob does not open with this identity's key and "
+                                      "the depositor's enc_pub")
+    try:
+        doc = ladder.parse_request(plain)
+        method, params = ladder.rpc_shape(doc)
+        if method != "message/send":
+            raise NotForUs("not-message-send", f"the request is {method}, not message/send")
+        env = ladder.a2a_message(params)
+        ladder.text_size(env["text"])
+        fields = ladder.six(env, {})
+        if fields["to"] != key.did:
+            raise NotForUs("wrong-recipient", "the message is addressed to someone else")
+        if fields["from"] != sender:
+            raise NotForUs("signer-not-depositor", "the message's from is not the DID that "
+                                                   "deposited it")
+        stamp = fields["timestamp"]
+        if stamp < now - MAX_AGE:
+            raise NotForUs("too-old", "the message is more than 30 days old")
+        if stamp > now + MAX_AHEAD:
+            raise NotForUs("from-the-future", "the message is dated more than 300 s ahead")
+        ladder.signature(fields, env["sig"])
+    except RpcError as exc:
+        raise _rung(exc) from None
+    fields["sig"] = env["sig"]
+    fields["relay"] = env["relay"]
+    fields["replyHint"] = env["replyTo"]
+    return fields
+
+
+def receive(store: DoorStore, key: SigningKey, policy: Policy, *, deposit_id: str,
+            sender: str, from_enc: str, blob: str, now: int,
+            gate: Callable[[str], dict[str, Any]] | None = None) -> Received:
+    """Take one deposit in: commit it (inbox or held) or say why not. Never raises for
+    what the deposit holds."""
+    if store.deposit_seen(sender, deposit_id):
+        return Received("duplicate")
+    try:
+        fields = check_deposit(key, sender=sender, from_enc=from_enc, blob=blob, now=now)
+        if store.received(fields["from"], fields["messageId"]) is not None:
+            raise NotForUs("replay", "a message with this messageId from this sender is "
+                                     "already in the store")
+    except NotForUs as exc:
+        store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
+        return Received("refused", exc.reason, exc.detail)
+    except MuretaiError as exc:  # pragma: no cover - every rung above raises NotForUs
+        store.record_refused(sender, deposit_id, exc.code, exc.detail[:200], now)
+        return Received("refused", exc.code, exc.detail[:200])
+    env = {**fields, "channel": "relay", "depositId": deposit_id,
+           "replyTo": proved_reply_to(store, key.did, fields, fields.pop("replyHint"))}
+    status = store.sender_status(fields["from"])
+    try:
+        consent.admit(store, policy, env, status, now,
+                      gate=gate or (lambda rid: {"requestId": rid}))
+    except RpcError as exc:
+        if exc.code == -32014 and exc.data is not None:
+            return Received("held", request_id=str(exc.data.get("requestId")))
+        if exc.reason == "replay":
+            return Received("duplicate")
+        store.record_refused(sender, deposit_id, exc.reason,
+                             ladder.MESSAGES.get(exc.code, "refused"), now)
+        return Received("refused", exc.reason, ladder.MESSAGES.get(exc.code, "refused"))
+    return Received("accepted")

@@ -1,0 +1,255 @@
+"""``op dm``: send one signed DM to a DID, by whichever way the peer can be reached.
+
+Routing, in order: a card address you name (``--connect``/``--card-url``: the door's card),
+a relay you name (``--relay``: the card the peer published there), a remembered door
+connection, the relay the peer named in an earlier verified message (only a place to look:
+its card must verify under the DID and name that relay). A card with a door ``url`` is
+knocked on; a card with ``relay`` and ``enc_pub`` gets the same signed ``message/send``
+request, sealed to ``enc_pub`` (empty associated data) and deposited.
+
+The outcome is one of four states: ``delivered`` (a door accepted it and its reply was
+checked), ``queued`` (a relay holds it for the peer), ``held`` (a door holds a first
+contact for its owner's approval: not a failure), ``refused``. What was sent is recorded in
+the identity's store either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from muretai_cli.errors import InputError, PeerRefused, Refused
+from muretai_cli.verdict import Reason, warning
+
+if TYPE_CHECKING:
+    from muretai_cli.home import ConnectionStore, PinStore, TrustList
+    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.net import SafeClient
+    from muretai_cli.seam import SigningKey
+    from muretai_cli.visit.dm import DmReport, Target
+    from muretai_cli.visit.relay import RelayCard
+
+State = Literal["delivered", "queued", "held", "refused"]
+Channel = Literal["door", "relay"]
+AWAITING_APPROVAL = -32014
+ClientFor = Callable[[float, int], "SafeClient"]
+
+
+@dataclass(frozen=True, slots=True)
+class SendReport:
+    state: State
+    to: str
+    channel: Channel
+    message_id: str
+    context_id: str | None
+    address: str
+    reply_to: str | None = None
+    request_id: str | None = None
+    dm: DmReport | None = None
+    deposit: Mapping[str, Any] | None = None
+    route: str = ""
+    already_held: bool = False
+    reasons: list[Reason] = field(default_factory=list)
+    refusal: Mapping[str, Any] | None = None  # the door's -32014 answer, untrusted
+
+    @property
+    def exit_code(self) -> int:
+        if self.dm is not None and self.state == "delivered":
+            return self.dm.exit_code
+        return 0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "ok": self.exit_code == 0, "state": self.state, "to": self.to,
+            "channel": self.channel, "messageId": self.message_id, "contextId": self.context_id,
+            "address": self.address, "route": self.route, "replyTo": self.reply_to,
+            "requestId": self.request_id,
+        }
+        if self.already_held:
+            out["alreadyHeld"] = True
+        if self.deposit is not None:
+            out["deposit"] = dict(self.deposit)
+        if self.refusal is not None:
+            out.update({k: v for k, v in self.refusal.items() if k not in out})
+        if self.dm is not None:
+            dm = self.dm.to_json()
+            dm.pop("ok", None)
+            out.update({k: v for k, v in dm.items() if k not in out})
+        out["warnings"] = [r.to_json() for r in self.reasons]
+        return out
+
+
+@dataclass
+class Sender:
+    """Everything one ``op dm`` needs: who sends, its store, and how it reaches the net."""
+
+    key: SigningKey
+    store: DoorStore
+    connections: ConnectionStore
+    client_for: ClientFor
+    now: int
+    my_relay: str | None = None
+    timeout: float = 30.0
+    max_bytes: int = 1024 * 1024
+    pins: PinStore | None = None
+    trust: TrustList | None = None
+
+    def client(self) -> SafeClient:
+        return self.client_for(self.timeout, self.max_bytes)
+
+
+def send_dm(sender: Sender, to_did: str, text: str, *,
+            connect: str | Mapping[str, Any] | None = None, card_url: str | None = None,
+            relay_url: str | None = None, context_id: str | None = None,
+            reply_to: str | None = None) -> SendReport:
+    """Route, send and record one signed DM; see the module's docstring."""
+    if not text:
+        raise InputError("empty-message", "the message is empty")
+    if to_did == sender.key.did:
+        raise InputError("to-self", "that DID is this identity's own")
+    reasons: list[Reason] = []
+    if reply_to is not None:
+        answered = sender.store.received(to_did, reply_to)
+        if answered is None:
+            reasons.append(warning("reply-to-unknown", f"no message {reply_to[:80]} from "
+                                                      f"{to_did} is in your store; replyTo is "
+                                                      "sent as given"))
+        elif context_id is None:
+            context_id = answered["contextId"]
+    pending = sender.store.pending_held(to_did, text)
+    if pending is not None:
+        # Sent before and held at the door: sending it again would deliver it twice once
+        # the owner approves. Report the pending one.
+        return SendReport("held", to_did, pending["channel"], pending["messageId"],
+                          pending["contextId"], "", pending["replyTo"], pending["requestId"],
+                          route="pending", already_held=True, reasons=reasons)
+    metadata = {"relay": sender.my_relay} if sender.my_relay else None
+    if connect is not None or card_url is not None:
+        target = _door_target(sender, to_did, connect=connect, card_url=card_url)
+        return _knock(sender, target, text, context_id, reply_to, metadata, "card", reasons)
+    if relay_url is not None:
+        card = _relay_card(sender, relay_url, to_did, require_relay=False)
+        return _by_card(sender, card, text, context_id, reply_to, metadata, "relay-card",
+                        reasons)
+    if sender.connections.get(to_did) is not None:
+        target = _door_target(sender, to_did, connect=None, card_url=None)
+        return _knock(sender, target, text, context_id, reply_to, metadata, "connection",
+                      reasons)
+    named = sender.store.peer_relay(to_did)
+    if named is not None:
+        card = _relay_card(sender, named, to_did, require_relay=True)
+        return _by_card(sender, card, text, context_id, reply_to, metadata, "peer-relay",
+                        reasons)
+    raise InputError("not-connected", f"no way to reach {to_did} is known yet",
+                     hint="give --relay URL (the peer's relay), --card-url URL or --connect "
+                          "CARD_URL")
+
+
+def _door_target(sender: Sender, to_did: str, *, connect: str | Mapping[str, Any] | None,
+                 card_url: str | None) -> Target:
+    from muretai_cli.visit.dm import resolve_target
+
+    with sender.client() as client:
+        return resolve_target(to_did, connect=connect, card_url=card_url, client=client,
+                              now=sender.now, connections=sender.connections,
+                              pins=sender.pins, trust=sender.trust)
+
+
+def _relay_card(sender: Sender, relay_url: str, to_did: str, *, require_relay: bool
+                ) -> RelayCard:
+    """The peer's card from a relay, verified under ``to_did``; with ``require_relay``
+    (a relay the peer only named in a message) it must also name that relay."""
+    from muretai_cli.visit.relay import RelayClient, card_freshness, relay_base
+
+    relay = RelayClient(relay_url, sender.client_for, timeout=sender.timeout)
+    card = relay.card(to_did, now=sender.now)
+    card_freshness(card, sender.now)
+    if require_relay:
+        named = card.relay
+        if named is None or relay_base(named).text != relay.url or card.enc_pub is None:
+            raise Refused("relay-not-on-card", f"{to_did} named the relay {relay.url}, but "
+                                               "the card there does not name that relay and "
+                                               "an enc_pub; nothing was sent")
+    return card
+
+
+def _by_card(sender: Sender, card: RelayCard, text: str, context_id: str | None,
+             reply_to: str | None, metadata: Mapping[str, Any] | None, route: str,
+             reasons: list[Reason]) -> SendReport:
+    if card.url:
+        target = _door_target(sender, card.did, connect=card.url, card_url=None)
+        return _knock(sender, target, text, context_id, reply_to, metadata, route, reasons)
+    if card.relay is None or card.enc_pub is None:
+        raise Refused("unreachable-card", f"the card of {card.did} names neither a door url "
+                                          "nor a relay and enc_pub")
+    return _deposit(sender, card, text, context_id, reply_to, metadata, route, reasons)
+
+
+def _knock(sender: Sender, target: Target, text: str, context_id: str | None,
+           reply_to: str | None, metadata: Mapping[str, Any] | None, route: str,
+           reasons: list[Reason]) -> SendReport:
+    from muretai_cli.visit.dm import deliver
+
+    try:
+        with sender.client() as client:
+            report = deliver(sender.key, target, text, client=client, now=sender.now,
+                             connections=sender.connections, context_id=context_id,
+                             reply_to=reply_to, metadata=metadata)
+    except PeerRefused as exc:
+        sent = exc.data.get("sent")
+        if not isinstance(sent, str):
+            raise
+        raw_context = exc.data.get("contextId")
+        context = raw_context if isinstance(raw_context, str) else None
+        message = {"messageId": sent, "contextId": context, "text": text,
+                   "timestamp": sender.now}
+        rpc = exc.data.get("rpcError")
+        gate = rpc.get("data") if isinstance(rpc, dict) else None
+        if isinstance(rpc, dict) and rpc.get("code") == AWAITING_APPROVAL:
+            request_id = gate.get("requestId") if isinstance(gate, dict) else None
+            request_id = request_id if isinstance(request_id, str) else None
+            sender.store.record_sent(peer=target.door_did, message=message, channel="door",
+                                     state="held", now=sender.now, address=target.endpoint,
+                                     reply_to=reply_to, request_id=request_id)
+            return SendReport("held", target.door_did, "door", sent, context,
+                              target.endpoint, reply_to, request_id, route=route,
+                              reasons=reasons, refusal=exc.data)
+        sender.store.record_sent(peer=target.door_did, message=message, channel="door",
+                                 state="refused", now=sender.now, address=target.endpoint,
+                                 reply_to=reply_to)
+        exc.data["state"] = "refused"
+        raise
+    sender.store.record_sent(peer=target.door_did, message=dict(report.message),
+                             channel="door", state="delivered", now=sender.now,
+                             address=target.endpoint, reply_to=reply_to)
+    return SendReport("delivered", target.door_did, "door", report.sent_id,
+                      report.message.get("contextId"), target.endpoint, reply_to, dm=report,
+                      route=route, reasons=reasons)
+
+
+def _deposit(sender: Sender, card: RelayCard, text: str, context_id: str | None,
+             reply_to: str | None, metadata: Mapping[str, Any] | None, route: str,
+             reasons: list[Reason]) -> SendReport:
+    from muretai_cli.artifacts.message import build_message_send, new_context_id, signed_message
+    from muretai_cli.seam import canonical_bytes, seal_box
+    from muretai_cli.visit.relay import RelayClient
+
+    assert card.relay is not None and card.enc_pub is not None
+    relay = RelayClient(card.relay, sender.client_for, timeout=sender.timeout)
+    message = signed_message(sender.key, to=card.did, text=text, now=sender.now,
+                             context_id=context_id or new_context_id(), reply_to=reply_to,
+                             metadata=metadata)
+    request = build_message_send(message)
+    try:
+        blob = seal_box(sender.key, card.enc_pub, canonical_bytes(request), ad=b"")
+    except Refused as exc:
+        raise Refused(exc.code, f"the card of {card.did} carries an unusable enc_pub: "
+                                f"{exc.detail}") from None
+    deposit = relay.deposit(sender.key, to=card.did, blob=blob)
+    six = {"messageId": message["messageId"], "contextId": message.get("contextId"),
+           "text": text, "timestamp": sender.now}
+    sender.store.record_sent(peer=card.did, message=six, channel="relay", state="queued",
+                             now=sender.now, address=relay.url, reply_to=reply_to)
+    return SendReport("queued", card.did, "relay", message["messageId"], six["contextId"],
+                      relay.url, reply_to, deposit=deposit, route=route, reasons=reasons)

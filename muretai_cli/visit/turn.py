@@ -1,0 +1,108 @@
+"""``turn-check``: drain this identity's relay mailbox, each message exactly once.
+
+One epoch per process. Each listen answer's items go through ``inbox.relayed.receive``
+(open, parse, verify, consent, commit) and only then are acknowledged; what was committed
+is shown from the store (``relayed`` rows not yet shown), oldest first, and marked shown
+after it was printed. So a process killed at any point loses nothing: the relay redelivers
+what was not acknowledged (a redelivery of a committed deposit is recognised by its id),
+and the next run shows what was committed but not shown.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from muretai_cli.errors import MuretaiError
+
+if TYPE_CHECKING:
+    from muretai_cli.inbox.consent import Policy
+    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.seam import SigningKey
+    from muretai_cli.visit.relay import RelayClient, Waiting
+
+
+@dataclass
+class Drained:
+    """What one drain step did (before showing): counts by outcome."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    more: bool = False
+
+    def add(self, outcome: str) -> None:
+        self.counts[outcome] = self.counts.get(outcome, 0) + 1
+
+
+class TurnCheck:
+    def __init__(self, key: SigningKey, store: DoorStore, relay: RelayClient, policy: Policy,
+                 *, clock: Callable[[], float] = time.time) -> None:
+        from muretai_cli.visit.relay import new_epoch
+
+        self.key = key
+        self.store = store
+        self.relay = relay
+        self.policy = policy
+        self.clock = clock
+        self.epoch = new_epoch()
+
+    def _one(self, item: Waiting, now: int) -> str:
+        from muretai_cli.inbox.relayed import receive
+
+        if item.problem is not None or item.sender is None or item.id is None:
+            deposit = item.id if item.id is not None else f"unnamed-{secrets.token_hex(8)}"
+            self.store.record_refused(item.sender or "", deposit, item.problem or "malformed",
+                                      "the relay listed an item without its fields", now)
+            return "refused"
+        assert item.from_enc is not None and item.blob is not None
+        try:
+            return receive(self.store, self.key, self.policy, deposit_id=item.id,
+                           sender=item.sender, from_enc=item.from_enc, blob=item.blob,
+                           now=now).outcome
+        except MuretaiError as exc:  # pragma: no cover - receive is total on its input
+            self.store.record_refused(item.sender, item.id, exc.code, exc.detail[:200], now)
+            return "refused"
+
+    def step(self, wait: int) -> Drained:
+        """One listen (held up to ``wait`` s), every item committed or refused, then ack."""
+        answer = self.relay.listen(self.key, epoch=self.epoch, wait=wait)
+        done = Drained(more=answer.more)
+        now = int(self.clock())
+        ids: list[str] = []
+        for item in answer.items:
+            done.add(self._one(item, now))
+            if item.id is not None:
+                ids.append(item.id)
+        self.relay.ack(self.key, epoch=self.epoch, ids=ids)
+        return done
+
+    def drain(self, wait: int) -> int:
+        """Listen (the first time up to ``wait`` s), then keep draining while more wait."""
+        total = 0
+        done = self.step(wait)
+        total += sum(done.counts.values())
+        while done.more:
+            done = self.step(0)
+            total += sum(done.counts.values())
+        return total
+
+    def unshown(self) -> list[dict[str, Any]]:
+        return self.store.unshown()
+
+    def shown(self, items: list[dict[str, Any]]) -> None:
+        self.store.mark_shown([int(i["row"]) for i in items])
+
+
+def event_of(item: dict[str, Any]) -> dict[str, Any]:
+    """A stored relayed row as the JSON a reader gets: a message, a held one, a refusal."""
+    if item["outcome"] == "refused":
+        return {"event": "refused", "from": item["from"] or None, "depositId": item["depositId"],
+                "reason": item["reason"], "at": item["at"]}
+    message = dict(item.get("message") or {})
+    out = {"event": "message" if item["outcome"] == "accepted" else "held", **message,
+           "verified": True, "channel": "relay", "depositId": item["depositId"]}
+    if item["outcome"] == "held":
+        out["requestId"] = item.get("requestId")
+    return out

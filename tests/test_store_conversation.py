@@ -1,0 +1,82 @@
+"""The conversation's part of the per-identity store, once per backend (SQLite, PostgreSQL):
+what was sent, peers' relays, relayed deposits shown once, the two-way view, holds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from muretai_cli.inbox.store import DoorStore
+from muretai_cli.seam import SigningKey
+from tests.store_helpers import door_store
+
+NOW = 1_800_000_000
+PEER = SigningKey.generate().did
+
+
+def env(mid: str, text: str, *, ctx: str | None = "c-1", **extra: Any) -> dict[str, Any]:
+    return {"from": PEER, "messageId": mid, "contextId": ctx, "text": text, "timestamp": NOW,
+            "sig": "s", **extra}
+
+
+@pytest.fixture
+def store(backend: str) -> Iterator[DoorStore]:
+    opened = door_store(SigningKey.generate().did, backend)
+    yield opened
+    opened.close()
+
+
+def test_both_directions_by_conversation(store: DoorStore) -> None:
+    store.record_sent(peer=PEER, message={"messageId": "m-out", "contextId": "c-1",
+                                          "text": "hello", "timestamp": NOW - 5},
+                      channel="relay", state="queued", now=NOW - 5, address="https://r")
+    assert store.accept(env("m-in", "hi back", channel="relay", replyTo="m-out",
+                            relay="https://r2", depositId="d-1"), NOW)
+    assert store.accept(env("m-other", "elsewhere", ctx="c-2"), NOW - 100)
+    view = store.conversation(peer=PEER, context="c-1")
+    assert [(m["direction"], m["text"], m["replyTo"]) for m in view] == [
+        ("out", "hello", None), ("in", "hi back", "m-out")]
+    # c-1 has the latest message, so it comes last
+    assert [m["contextId"] for m in store.conversation()] == ["c-2", "c-1", "c-1"]
+    assert store.peer_relay(PEER) == "https://r2" and store.wrote_to(PEER)
+    assert store.deposit_seen(PEER, "d-1") and not store.deposit_seen(PEER, "d-2")
+
+
+def test_relayed_deposits_are_shown_once(store: DoorStore) -> None:
+    assert store.accept(env("m-1", "one", channel="relay", depositId="d-1"), NOW)
+    store.record_refused(PEER, "d-2", "cannot-open", "no", NOW)
+    store.record_refused(PEER, "d-2", "cannot-open", "again", NOW)  # reported once
+    items = store.unshown()
+    assert [(i["outcome"], i["depositId"]) for i in items] == [("accepted", "d-1"),
+                                                               ("refused", "d-2")]
+    assert items[0]["message"]["text"] == "one"
+    store.mark_shown([i["row"] for i in items])
+    assert store.unshown() == []
+
+
+def test_every_held_message_is_kept_and_approved_together(store: DoorStore) -> None:
+    first = store.hold(env("m-1", "first", channel="relay", depositId="d-1"), NOW)
+    second = store.hold(env("m-2", "second", channel="relay", depositId="d-2"), NOW)
+    assert first and second == first  # one request per stranger, every message kept
+    assert store.hold(env("m-1", "first", channel="relay", depositId="d-3"), NOW) is None
+    assert [r["text"] for r in store.requests()] == ["first", "second"]
+    store.approve(first, NOW + 1)
+    assert [m["text"] for m in store.conversation()] == ["first", "second"]
+    assert store.requests() == []
+
+
+def test_settings_and_pending_held(store: DoorStore) -> None:
+    assert store.setting("policy") is None
+    store.set_setting("policy", "open")
+    store.set_setting("policy", "closed")
+    assert store.setting("policy") == "closed"
+    six = {"messageId": "m-h", "contextId": "c-9", "text": "knock", "timestamp": NOW}
+    store.record_sent(peer=PEER, message=six, channel="door", state="held", now=NOW,
+                      request_id="r-1")
+    assert store.pending_held(PEER, "knock")["requestId"] == "r-1"  # type: ignore[index]
+    assert store.pending_held(PEER, "other") is None
+    store.record_sent(peer=PEER, message={**six, "messageId": "m-d"}, channel="door",
+                      state="delivered", now=NOW)
+    assert store.pending_held(PEER, "knock") is None  # delivered since: it was let in
