@@ -193,7 +193,7 @@ def test_shell_completion_is_enabled() -> None:
     proc = subprocess.run([str(script), "--show-completion", "bash"], capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0 and "_MURETAI_COMPLETE" in proc.stdout
-    env = {**os.environ, "_MURETAI_COMPLETE": "complete_bash", "COMP_WORDS": "muretai op con",
+    env = {**os.environ, "_MURETAI_COMPLETE": "complete_bash", "COMP_WORDS": "muretai op conta",
            "COMP_CWORD": "2"}
     proc = subprocess.run([str(script)], capture_output=True, text=True, check=False, env=env)
     assert proc.stdout.split() == ["contact"]
