@@ -329,3 +329,13 @@ def test_json_output_escapes_terminal_controls_from_peers(pair: tuple[str, str])
     assert "\u202e" not in result.stdout and "\x9b" not in result.stdout
     assert "\\u202e" in result.stdout and "\\u009b" in result.stdout
     assert json.loads(result.stdout)["results"][0]["text"] == hostile
+
+
+def test_verify_card_without_a_url_does_not_say_none() -> None:
+    key = SigningKey(bytes(range(32)))
+    now = 1_800_000_000
+    env = sign_card_envelope(key, {"name": "x"}, now)
+    result = run("verify", "card", "-", "--did", key.did, "--now", str(now),
+                 input=json.dumps(env))
+    assert result.exit_code == 0, result.output
+    assert "None" not in result.stdout and "(the card names no url)" in result.stdout

@@ -70,7 +70,13 @@ def card(
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,
                  lambda doc: check_card_envelope(doc, did=did, now=when, origin=base),
-                 lambda item: f"{item.get('did')} at {item.get('url')}", fmt=fmt)
+                 _card_summary, fmt=fmt)
+
+
+def _card_summary(item: dict[str, object]) -> str:
+    url = item.get("url")
+    where = f"at {url}" if isinstance(url, str) and url else "(the card names no url)"
+    return f"{item.get('did')} {where}"
 
 
 _verify_artifacts.register(app)
