@@ -157,3 +157,31 @@ def check_clock(client: SafeClient, peer: BaseUrl, *, local: float, window: int)
                                            f"refused beyond ±{window} s",
                        "sync the clock with NTP (e.g. `sudo timedatectl set-ntp true`)")
     return Finding("clock", "ok", f"{said} (within ±{window} s)")
+
+
+def check_relay(ident: Identity, relay: str | None, *, client_for: Any, now: int,
+                timeout: float) -> Finding:
+    """Where the identity can be reached by relay, and its card published there, current:
+    signed by it, naming this relay and its encryption key."""
+    from muretai_cli.visit.relay import RelayClient
+
+    check = f"relay {ident.name}"
+    if relay is None:
+        return Finding(check, "skipped", "no relay: reachable only at a door it serves "
+                                         f"(`muretai id relay {ident.name} URL` adds one)")
+    publish = f"muretai card publish --as {ident.name}"
+    try:
+        published = RelayClient(relay, client_for, timeout=timeout).card(ident.did, now=now)
+    except MuretaiError as exc:
+        if exc.code == "no-card":
+            return Finding(check, "problem", f"{relay} holds no card for {ident.did}", publish)
+        return Finding(check, "problem", f"{relay}: {exc.code}: {exc.detail}",
+                       exc.hint or f"check the relay, or set another: "
+                                   f"`muretai id relay {ident.name} URL`")
+    stale = [field for field, want in (("relay", relay),
+                                       ("enc_pub", ident.signing_key().enc_pub))
+             if published.card.get(field) != want]
+    if stale:
+        return Finding(check, "problem", f"the card at {relay} is out of date ({', '.join(stale)}"
+                                         " differ)", publish)
+    return Finding(check, "ok", f"card published at {relay} (signed {now - published.ts} s ago)")

@@ -140,3 +140,18 @@ def test_doctor_in_a_real_process_never_writes(tmp_path: Path) -> None:
                           text=True, env=env, check=False)
     assert proc.returncode == 1 and "fix: muretai id new NAME" in proc.stdout
     assert not home.exists()
+
+
+def test_relay_and_card_publication(tmp_path: Path) -> None:
+    from tests.relay_helpers import live_relay
+
+    new_identity("me")
+    with live_relay(tmp_path / "relay.sqlite3") as relay:
+        assert status(doctor("--as", "me")[1])["relay me"][0] == "skipped"
+        assert run("id", "relay", "me", relay.url).exit_code == 0
+        code, doc = doctor("--as", "me")
+        assert code == 1 and status(doc)["relay me"] == ("problem",
+                                                         "muretai card publish --as me")
+        run_fix("muretai card publish --as me")
+        code, doc = doctor("--as", "me")
+        assert code == 0 and status(doc)["relay me"][0] == "ok", doc

@@ -46,6 +46,7 @@ def doctor(
         check_home,
         check_identities,
         check_pins,
+        check_relay,
     )
     from muretai_cli.home import KeyStore, home_dir, keys_dir
     from muretai_cli.seam import MESSAGE_WINDOW
@@ -59,8 +60,15 @@ def doctor(
                                 "muretai id new NAME"))
     checked, loaded = check_identities(store, names)
     findings += checked
+    from muretai_cli.cli._visitout import client_for
+    from muretai_cli.durations import parse_seconds
+    from muretai_cli.home import Profiles
+
+    profiles = Profiles()
     for ident in loaded:
         findings.append(check_door_store(ident, db, fix=fix_command(ident.name, db)))
+        findings.append(check_relay(ident, profiles.relay_of(ident.did), client_for=client_for,
+                                    now=int(time.time()), timeout=parse_seconds(timeout)))
     findings.append(check_pins())
     if peer is None:
         findings.append(Finding("clock", "skipped", "give --peer URL to compare this clock "
