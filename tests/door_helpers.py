@@ -68,7 +68,8 @@ def code_of(doc: dict[str, Any]) -> int | None:
 @contextmanager
 def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
               rate_total: int = 0, slow: float = 10.0, name: str = "door",
-              http: str = "auto", url: str | None = None, db: str | None = None
+              http: str = "auto", url: str | None = None, db: str | None = None,
+              max_connections: int = 1000, max_per_client: int = 100, idle: float = 5.0
               ) -> Iterator[Live]:
     """A door on an ephemeral port; ``url`` is the base URL it publishes (default: its own,
     another when something sits in front of it, as a TLS terminator would); ``db`` its
@@ -89,7 +90,8 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
     door = Door(key, config, open_door_store(ident.did, db) if db
                 else DoorStore(db_path(ident.did)))
     config = server_config(build_app(door), host="127.0.0.1", port=port, http=http,
-                           slow_seconds=slow, max_connections=config.max_connections)
+                           slow_seconds=slow, max_connections=max_connections,
+                           max_per_client=max_per_client, idle_seconds=idle)
     with run_uvicorn(config, sock):
         yield Live(base.text, base.origin, door, key, name, f"http://127.0.0.1:{port}", db)
 

@@ -3,6 +3,7 @@ the same DID, grants and inbox (and still refuses a replay of what it accepted).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -98,22 +99,27 @@ def test_contact_issue_refuses_bad_durations(expires: str) -> None:
     assert result.exit_code == 2 and "bad-duration" in result.stderr
 
 
-def test_max_connections_answers_503_past_the_limit() -> None:
+def test_serve_admission_flags_reach_the_server() -> None:
     import socket
 
     new_identity("door")
-    with serve("--url", "http://127.0.0.1:9", "--max-connections", "2") as (_, base):
+    with serve("--url", "http://127.0.0.1:9", "--max-connections", "3",
+               "--max-per-client", "2", "--idle-seconds", "30") as (_, base):
         host, port = base.split("//", 1)[1].split(":")
         card = base + "/.well-known/agent-card.json"
-        with httpx.Client() as client:
-            assert client.get(card).status_code == 200
-            idle = [socket.create_connection((host, int(port))) for _ in range(2)]
-            try:
-                time.sleep(0.2)  # let the door accept them
-                assert client.get(card).status_code == 503
-            finally:
-                for conn in idle:
-                    conn.close()
-            time.sleep(0.2)
-        with httpx.Client() as client:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # "listening" is said just before it listens
+            with contextlib.suppress(httpx.ConnectError):
+                if httpx.get(card).status_code == 200:
+                    break
+            time.sleep(0.05)
+        held = [socket.create_connection((host, int(port)), timeout=5) for _ in range(2)]
+        try:  # a third from the same address is past --max-per-client
+            extra = socket.create_connection((host, int(port)), timeout=5)
+            assert extra.recv(64).startswith(b"HTTP/1.1 503")
+            extra.close()
+        finally:
+            for conn in held:
+                conn.close()
+        with httpx.Client() as client:  # their places are free again
             assert client.get(card).status_code == 200

@@ -87,8 +87,14 @@ def serve(
     org: Annotated[Path | None, typer.Option(
         "--org", help="A signed org membership to publish on the card.")] = None,
     max_connections: Annotated[int, typer.Option(
-        "--max-connections", help="Open connections and requests at once; past it the door "
-                                  "answers HTTP 503 (0 disables).")] = 1000,
+        "--max-connections", help="Open connections at once; past it a newcomer takes the "
+                                  "place of the longest-idle one, or gets HTTP 503 "
+                                  "(0 disables).")] = 1000,
+    max_per_client: Annotated[int, typer.Option(
+        "--max-per-client", help="Open connections from one address; past it HTTP 503 "
+                                 "(0 disables).")] = 100,
+    idle_seconds: Annotated[float, typer.Option(
+        "--idle-seconds", help="A connection waiting for a request closes after this.")] = 5.0,
     durable: Annotated[bool, typer.Option(
         "--durable", help="synchronous=FULL: commits also survive power loss.")] = False,
     slow_seconds: Annotated[float, typer.Option(
@@ -124,7 +130,8 @@ def serve(
     checked = DoorConfig(name="door", url=base,
                          policy=dm_policy or "quarantine",  # type: ignore[arg-type]
                          rate_per_sender=rate_per_sender, rate_total=rate_total,
-                         slow_seconds=slow_seconds, max_connections=max_connections)
+                         slow_seconds=slow_seconds, max_connections=max_connections,
+                         max_per_client=max_per_client, idle_seconds=idle_seconds)
     ident = load_identity(as_, keys)
     membership = None
     if org is not None:
@@ -170,8 +177,10 @@ def serve(
                     else open_store(ident, db, durable=durable), on_event=told)
         app = build_app(door)
         uvicorn.Server(server_config(app, host=host, port=bound[1], http=http,
-                                     slow_seconds=slow_seconds,
-                                     max_connections=max_connections)).run(sockets=[sock])
+                                     slow_seconds=config.slow_seconds,
+                                     max_connections=config.max_connections,
+                                     max_per_client=config.max_per_client,
+                                     idle_seconds=config.idle_seconds)).run(sockets=[sock])
 
     note(f"listening on http://{shown}:{bound[1]} as {ident.did}"
          + (f" ({workers} workers)" if workers > 1 else ""))

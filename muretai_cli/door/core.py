@@ -23,6 +23,7 @@ from muretai_cli.inbox.consent import HELD_CODE, POLICIES, Policy
 from muretai_cli.inbox.ladder import RpcError
 from muretai_cli.inbox.store import DoorStore
 from muretai_cli.rate import RateLimits
+from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 
 if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
@@ -53,7 +54,9 @@ class DoorConfig:
     org: dict[str, Any] | None = None
     durable: bool = False
     slow_seconds: float = 10.0
-    max_connections: int = 1000  # open connections and in-flight requests; past it, HTTP 503
+    max_connections: int = MAX_CONNECTIONS  # see transport.server.Admission
+    max_per_client: int = MAX_PER_CLIENT
+    idle_seconds: float = IDLE_SECONDS
     shared_rate: bool = False  # count rates in the store (several processes) not in memory
 
     def __post_init__(self) -> None:
@@ -62,13 +65,15 @@ class DoorConfig:
                                            "policy", hint="use open, quarantine or closed")
         for name, value in (("--rate-per-sender", self.rate_per_sender),
                             ("--rate-total", self.rate_total),
-                            ("--max-connections", self.max_connections)):
+                            ("--max-connections", self.max_connections),
+                            ("--max-per-client", self.max_per_client)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InputError("bad-limit", f"{name} {value!r} is not a whole number >= 0 "
                                               "(0 disables)")
-        if not self.slow_seconds > 0:
-            raise InputError("bad-limit", f"--slow-seconds {self.slow_seconds!r} must be "
-                                          "more than 0")
+        for name, seconds in (("--slow-seconds", self.slow_seconds),
+                              ("--idle-seconds", self.idle_seconds)):
+            if not seconds > 0:
+                raise InputError("bad-limit", f"{name} {seconds!r} must be more than 0")
         if not self.name:
             raise InputError("bad-name", "a door needs a name")
 

@@ -5,12 +5,19 @@
   (``asgi.STARTED``).
 - Headers over ``MAX_HEADER_BYTES`` are 400 on the httptools parser (h11 has its own bound).
 - A response's head and body leave in one ``send`` (``_Coalescing``).
-- ``max_connections`` bounds open connections and in-flight requests (503 past it).
+- Admission (``Admission``): at most ``max_connections`` open connections, at most
+  ``max_per_client`` from one peer address. A newcomer past the total evicts the connection
+  idle longest (one waiting for its next request for at least ``EVICT_IDLE_AFTER``); only when
+  none is idle is it refused (503, then close). So idle sockets cannot starve requests, and a
+  flood from one address cannot fill the server.
+- A connection waiting for a request (its first, or the next on keep-alive) closes after
+  ``idle_seconds``.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import h11
@@ -24,6 +31,7 @@ except ImportError:  # pragma: no cover - httptools is optional for uvicorn
     _HAVE_HTTPTOOLS = False
     HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
 
+from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 from muretai_cli.transport.asgi import STARTED
 
 if TYPE_CHECKING:
@@ -32,10 +40,115 @@ if TYPE_CHECKING:
     import uvicorn
 
 MAX_HEADER_BYTES = 64 * 1024
+EVICT_IDLE_AFTER = 0.25  # younger idle connections are likely about to send their request
 _TIMEOUT_BODY = b'{"error":"request headers did not arrive in time"}'
 _TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
                 b"content-length: " + str(len(_TIMEOUT_BODY)).encode() +
                 b"\r\nconnection: close\r\n\r\n" + _TIMEOUT_BODY)
+
+_BUSY_BODY = b'{"error":"too many connections"}'
+_BUSY_503 = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+             b"content-length: " + str(len(_BUSY_BODY)).encode() +
+             b"\r\nconnection: close\r\n\r\n" + _BUSY_BODY)
+
+
+class Admission:
+    """Who may hold a connection to one server: the total and per-address bounds, and which
+    connections are idle (waiting for a request) and since when, oldest first."""
+
+    def __init__(self, max_connections: int, max_per_client: int) -> None:
+        self.max_connections = max_connections  # 0: no bound
+        self.max_per_client = max_per_client  # 0: no bound
+        self.open: set[_Admitted] = set()
+        self.per_client: Counter[str] = Counter()
+        self.idle: dict[_Admitted, float] = {}  # insertion order: idle longest first
+
+    def admit(self, conn: _Admitted, now: float) -> bool:
+        """Take ``conn`` in (evicting the longest-idle connection if full), or say no."""
+        client = conn.peer
+        if self.max_per_client and self.per_client[client] >= self.max_per_client:
+            return False
+        if self.max_connections and len(self.open) >= self.max_connections:
+            oldest = next(iter(self.idle.items()), None)
+            if oldest is None or now - oldest[1] < EVICT_IDLE_AFTER:
+                return False
+            oldest[0].evict()
+        self.open.add(conn)
+        self.per_client[client] += 1
+        self.idle[conn] = now
+        return True
+
+    def release(self, conn: _Admitted) -> None:
+        if conn in self.open:
+            self.open.discard(conn)
+            self.idle.pop(conn, None)
+            self.per_client[conn.peer] -= 1
+            if self.per_client[conn.peer] <= 0:
+                del self.per_client[conn.peer]
+
+    def busy(self, conn: _Admitted) -> None:
+        self.idle.pop(conn, None)
+
+    def waiting(self, conn: _Admitted, now: float) -> None:
+        if conn in self.open:
+            self.idle.pop(conn, None)
+            self.idle[conn] = now
+
+
+class _Admitted:
+    """Admission and the idle timeout, for either uvicorn protocol (mixed in first)."""
+
+    admission: Admission
+    idle_seconds = IDLE_SECONDS
+    peer = ""
+    _idle_timer: asyncio.TimerHandle | None = None
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+
+    def _open(self) -> None:
+        name = self.transport.get_extra_info("peername")
+        self.peer = str(name[0]) if isinstance(name, tuple) and name else ""
+        if not self.admission.admit(self, self.loop.time()):
+            self.transport.write(_BUSY_503)
+            self.transport.close()
+            return
+        self._arm_idle()
+
+    def _arm_idle(self) -> None:
+        self._stop_idle()
+        if not self.transport.is_closing():
+            self._idle_timer = self.loop.call_later(self.idle_seconds, self._idle_over)
+
+    def _stop_idle(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _got_data(self) -> None:
+        self._stop_idle()
+        self.admission.busy(self)
+
+    def _now_waiting(self) -> None:
+        """The response is complete and no further request is pending: idle again."""
+        if not self.transport.is_closing():
+            self.admission.waiting(self, self.loop.time())
+            self._arm_idle()
+
+    def _idle_over(self) -> None:
+        self._idle_timer = None
+        if self in self.admission.idle:
+            self.evict()
+
+    def evict(self) -> None:
+        """Close an idle connection (nothing in flight) and give its place back at once."""
+        self._stop_idle()
+        self.admission.release(self)
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def _closed(self) -> None:
+        self._stop_idle()
+        self.admission.release(self)
 
 
 class _Coalescing:
@@ -103,23 +216,28 @@ class _HeaderDeadline:
             self.transport.close()
 
 
-class SlowAwareH11(_HeaderDeadline, H11Protocol):
+class SlowAwareH11(_Admitted, _HeaderDeadline, H11Protocol):
     """uvicorn's h11 protocol, plus a deadline for the request line and headers (408)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
+        self._open()
         self._watch_headers()
 
     def data_received(self, data: bytes) -> None:
+        self._got_data()
         super().data_received(data)
         self._watch_headers()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        if self.conn.their_state is h11.IDLE and not self.conn.trailing_data[0]:
+            self._now_waiting()
         self._watch_headers()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
+        self._closed()
         super().connection_lost(exc)
 
     def _awaiting_head(self) -> bool:
@@ -134,7 +252,7 @@ class SlowAwareH11(_HeaderDeadline, H11Protocol):
             self.scope[STARTED] = self._started  # type: ignore[literal-required]
 
 
-class SlowAwareHttpTools(_HeaderDeadline, HttpToolsProtocol):
+class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
     """uvicorn's httptools protocol, with the same header deadline, a header-size bound, and
     absolute-form request-targets kept as written (so they match no route: 404)."""
 
@@ -143,12 +261,14 @@ class SlowAwareHttpTools(_HeaderDeadline, HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
+        self._open()
         self._arm_header_timer()
 
     def _awaiting_head(self) -> bool:
         return self._awaiting_headers
 
     def data_received(self, data: bytes) -> None:
+        self._got_data()
         if self._awaiting_headers:
             end = data.find(b"\r\n\r\n")
             self._header_bytes += len(data) if end < 0 else end
@@ -171,31 +291,44 @@ class SlowAwareHttpTools(_HeaderDeadline, HttpToolsProtocol):
         self._awaiting_headers = True
         self._header_bytes = 0
         super().on_response_complete()
+        if not self.pipeline:
+            self._now_waiting()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
+        self._closed()
         super().connection_lost(exc)
 
 
-def protocol_for(slow_seconds: float, kind: str = "auto") -> type[asyncio.Protocol]:
-    """The HTTP protocol class: httptools when installed (cheaper per request), else h11."""
+def protocol_for(slow_seconds: float, kind: str = "auto", *,
+                 max_connections: int = MAX_CONNECTIONS, max_per_client: int = MAX_PER_CLIENT,
+                 idle_seconds: float = IDLE_SECONDS) -> type[asyncio.Protocol]:
+    """The HTTP protocol class for one server (its own ``Admission``): httptools when
+    installed (cheaper per request), else h11. A bound of 0 means none."""
     base: type[asyncio.Protocol] = SlowAwareH11
     if kind in ("auto", "httptools") and _HAVE_HTTPTOOLS:
         base = SlowAwareHttpTools
-    return type("BoundedHTTPProtocol", (base,), {"header_seconds": slow_seconds})
+    return type("BoundedHTTPProtocol", (base,), {
+        "header_seconds": slow_seconds, "idle_seconds": idle_seconds,
+        "admission": Admission(max_connections, max_per_client)})
 
 
 def server_config(app: Any, *, host: str, port: int, slow_seconds: float,
-                  max_connections: int, http: str = "auto") -> uvicorn.Config:
-    """uvicorn's config for ``app`` with our protocol; ``max_connections`` 0 means no bound."""
+                  max_connections: int = MAX_CONNECTIONS,
+                  max_per_client: int = MAX_PER_CLIENT, idle_seconds: float = IDLE_SECONDS,
+                  http: str = "auto") -> uvicorn.Config:
+    """uvicorn's config for ``app`` with our protocol and its admission (which replaces
+    uvicorn's ``limit_concurrency``: that one refuses every request once idle sockets fill it)."""
     import uvicorn
 
     return uvicorn.Config(app, host=host, port=port,
-                          http=protocol_for(slow_seconds, http),
+                          http=protocol_for(slow_seconds, http,
+                                            max_connections=max_connections,
+                                            max_per_client=max_per_client,
+                                            idle_seconds=idle_seconds),
                           lifespan="on", access_log=False, log_level="warning",
-                          timeout_keep_alive=5, server_header=False, date_header=False,
-                          proxy_headers=False,
-                          limit_concurrency=max_connections or None)
+                          timeout_keep_alive=max(1, round(idle_seconds)),
+                          server_header=False, date_header=False, proxy_headers=False)
 
 
 def bind(host: str, port: int) -> socket.socket:
