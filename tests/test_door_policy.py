@@ -196,3 +196,29 @@ def test_inbox_prints_safely_latest_conversation_last() -> None:
         assert [m["text"] for m in doc["messages"][:-1]] == [f"m{i}" for i in range(3, 22)]
         _code, doc = run_json("op", "--as", "door", "inbox", "--all")
         assert len(doc["messages"]) == 23
+
+
+def test_redeem_refusals_come_from_the_one_redeem_check() -> None:
+    """The door judges contact/redeem with the artifact's check (check_redeemer/check_grant):
+    each refusal keeps its JSON-RPC code and names the artifact's reason."""
+
+
+
+    with live_door("quarantine") as door:
+        bob = SigningKey(b"\x41" * 32)
+        grant = issue(uses=1)
+        now = int(time.time())
+
+        def reason(doc: dict[str, Any]) -> tuple[int | None, str]:
+            return code_of(doc), doc["error"]["data"]["reason"]
+
+        assert reason(redeem(door, bob, grant, now=now - 301)) == (-32002, "stale")
+        other = mint_grant(SigningKey(b"\x42" * 32), uses=1, now=now)
+        assert reason(redeem(door, bob, other)) == (-32011, "grant-for-other-did")
+        forged = redeem_params(bob, grant, now=now)
+        forged["sig"] = bob.sign(b"something else")
+        body = {"jsonrpc": "2.0", "id": 9, "method": "contact/redeem", "params": forged}
+        assert reason(door.rpc(body)) == (-32001, "bad-signature")
+        shapeless = {**forged, "grant": "not a grant"}
+        assert reason(door.rpc({**body, "params": shapeless})) == (-32602, "malformed-grant")
+        assert "result" in redeem(door, bob, grant)

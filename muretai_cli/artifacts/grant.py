@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from muretai_cli.artifacts._signed import (
+    int_field,
     require_int,
     require_str,
     sign_object,
+    str_field,
     verify_object,
 )
 from muretai_cli.errors import Refused
@@ -97,22 +99,33 @@ def redeem_params(key: SigningKey, grant: Mapping[str, Any], *, now: int) -> dic
     return {"grant": dict(grant), "from": key.did, "timestamp": now, "sig": sig}
 
 
-def check_redeem(params: object, *, door_did: str, now: int, window: int = MESSAGE_WINDOW
-                 ) -> tuple[dict[str, Any], str]:
-    """Verify ``contact/redeem`` params at the door; returns ``(grant, redeemer DID)``.
-
-    The redeemer's signature and freshness come first (``bad-signature``/``stale``), then
-    the grant itself (``check_grant``).
+def check_redeemer(params: object, *, door_did: str, now: int,
+                   window: int = MESSAGE_WINDOW) -> tuple[dict[str, Any], str]:
+    """The redeemer's half of ``contact/redeem`` at the door: the params' shape, a grant
+    for this door (checked before the signature: it says more), freshness, then the
+    redeemer's signature. Returns ``(grant document, redeemer DID)``; the grant itself is
+    not judged yet (``check_grant``), so a door can rate-limit and consult its lists first.
     """
     if not isinstance(params, dict):
         raise Refused("malformed-redeem", "params must be an object")
     grant = params.get("grant")
     if not isinstance(grant, dict) or not isinstance(grant.get("id"), str):
         raise Refused("malformed-grant", "params.grant must be a grant object")
-    from_did = require_str(params, "from", code="malformed-redeem")
-    timestamp = require_int(params, "timestamp", code="malformed-redeem")
-    assert from_did is not None and timestamp is not None
+    from_did = str_field(params, "from", code="malformed-redeem")
+    timestamp = int_field(params, "timestamp", code="malformed-redeem")
+    if grant.get("did") != door_did:
+        raise Refused("grant-for-other-did", "the grant was issued by another DID")
     check_fresh(timestamp, now, window)
     verify_signature(from_did, redeem_payload(grant["id"], from_did, door_did, timestamp),
                      params.get("sig"))
+    return grant, from_did
+
+
+def check_redeem(params: object, *, door_did: str, now: int, window: int = MESSAGE_WINDOW
+                 ) -> tuple[dict[str, Any], str]:
+    """Verify ``contact/redeem`` params at the door; returns ``(grant, redeemer DID)``:
+    ``check_redeemer`` (shape, freshness, signature), then the grant itself (``check_grant``).
+    """
+    grant, from_did = check_redeemer(params, door_did=door_did, now=now, window=window)
     return check_grant(grant, for_did=door_did, now=now), from_did
+

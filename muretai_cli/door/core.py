@@ -79,6 +79,9 @@ class DoorConfig:
 
 
 Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]
+# contact/redeem refusals by the artifact's reason: JSON-RPC codes (default -32001).
+_REDEEM_CODES = {"malformed-grant": -32602, "grant-for-other-did": -32011, "stale": -32002,
+                 "from-the-future": -32002}
 # The database is away: HTTP 503, a JSON-RPC error, retry in a second.
 UNAVAILABLE: Answer = (503, _dumps({"jsonrpc": "2.0", "id": None, "error": {
     "code": -32603, "message": "Service unavailable",
@@ -343,26 +346,12 @@ class Door:
 
     # -- contact/redeem --------------------------------------------------------------------
     def _redeem(self, params: dict[str, Any], now: int) -> dict[str, Any]:
-        from muretai_cli.artifacts.grant import check_grant, redeem_payload
-        from muretai_cli.seam import verify_signature
+        from muretai_cli.artifacts.grant import check_grant, check_redeemer
 
-        grant = params.get("grant")
-        sender = params.get("from")
-        stamp = params.get("timestamp")
-        if not isinstance(grant, dict) or not isinstance(grant.get("id"), str):
-            raise RpcError(-32602, "grant-not-an-object")
-        if not isinstance(sender, str) or not isinstance(params.get("sig"), str):
-            raise RpcError(-32001, "missing-field")
-        if isinstance(stamp, bool) or not isinstance(stamp, int):
-            raise RpcError(-32001, "malformed-field")
-        if grant.get("did") != self.did:  # cheap, and says more than the signature would
-            raise RpcError(-32011, "grant-for-other-did")
-        ladder.fresh(stamp, now)
         try:
-            verify_signature(sender, redeem_payload(grant["id"], sender, self.did, stamp),
-                             params["sig"])
+            grant, sender = check_redeemer(params, door_did=self.did, now=now)
         except MuretaiError as exc:
-            raise ladder.refused(-32001, exc) from None
+            raise ladder.refused(_REDEEM_CODES.get(exc.code, -32001), exc) from None
         self._rate(sender, self.clock())
         if self.store.sender_status(sender) == "blocked":
             raise RpcError(-32010, "blocked")
