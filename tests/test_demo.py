@@ -69,3 +69,20 @@ def test_demo_home_is_removed_on_sigterm(tmp_path: Path) -> None:
     demo.communicate(timeout=60)
     assert demo.returncode != 0
     assert _demo_homes(tmp) == []
+
+
+def test_demo_json_is_a_json_line_per_step(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1"}
+    demo = subprocess.Popen([*DEMO, "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    assert demo.stdout is not None
+    lines = [json.loads(demo.stdout.readline()) for _ in range(2)]
+    demo.send_signal(signal.SIGTERM)
+    demo.communicate(timeout=60)
+    assert [next(iter(line)) for line in lines] == ["ok", "ok"]
+    assert [(line["event"], line["step"], line["ok"]) for line in lines] == [
+        ("step", 1, True), ("step", 2, True)]
+    assert lines[0]["command"] == ["muretai", "id", "new", "shop"]
+    assert _demo_homes(tmp) == []

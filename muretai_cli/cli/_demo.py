@@ -28,7 +28,7 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import note, say
+from muretai_cli.cli._out import emit_json_line, note, say
 
 
 @dataclass
@@ -36,6 +36,12 @@ class Demo:
     home: Path
     steps: int = 0
     failures: list[str] = field(default_factory=list)
+    json_out: bool = False  # a JSON line per step on stdout instead of the narration
+
+    def show(self, text: str) -> None:
+        """A line of the narration (not under --json)."""
+        if not self.json_out:
+            say(text)
 
     @property
     def env(self) -> dict[str, str]:
@@ -47,17 +53,21 @@ class Demo:
     def run(self, title: str, *args: str, expect: int = 0, stdin: str | None = None,
             show: bool = True) -> subprocess.CompletedProcess[str]:
         self.steps += 1
-        say(f"\n[{self.steps}] {title}")
-        say(f"    $ muretai {' '.join(shlex.quote(a) for a in args)}")
+        self.show(f"\n[{self.steps}] {title}")
+        self.show(f"    $ muretai {' '.join(shlex.quote(a) for a in args)}")
         # Our own CLI under our own interpreter, arguments as a list: no shell involved.
         proc = subprocess.run([sys.executable, "-m", "muretai_cli", *args], input=stdin,  # noqa: S603
                               capture_output=True, text=True, env=self.env, timeout=120,
                               check=False)
         if show:
             for line in (proc.stdout.strip() or proc.stderr.strip()).splitlines()[:14]:
-                say(f"    {line}")
+                self.show(f"    {line}")
         mark = "ok" if proc.returncode == expect else "UNEXPECTED"
-        say(f"    -> exit {proc.returncode} (expected {expect}) {mark}")
+        self.show(f"    -> exit {proc.returncode} (expected {expect}) {mark}")
+        if self.json_out:
+            emit_json_line({"ok": proc.returncode == expect, "event": "step",
+                            "step": self.steps, "title": title, "command": ["muretai", *args],
+                            "exit": proc.returncode, "expected": expect})
         if proc.returncode != expect:
             self.failures.append(f"step {self.steps} ({title}): exit {proc.returncode}, "
                                  f"expected {expect}: {proc.stderr.strip()[:300]}")
@@ -117,7 +127,7 @@ def online_part(demo: Demo) -> None:
     membership.write_text(proc.stdout)
     demo.run("the visitor trusts that organisation's DID", "org", "trust", acme,
              "--name", "Acme Stores")
-    say(f"\n[*] start the door: muretai serve --as shop --url {url} --port {port} "
+    demo.show(f"\n[*] start the door: muretai serve --as shop --url {url} --port {port} "
         "--dm-policy quarantine --org shop-membership.json")
     door = subprocess.Popen(  # noqa: S603 - our own CLI, list argv
         [sys.executable, "-m", "muretai_cli", "serve", "--as", "shop", "--url", url,
@@ -178,13 +188,16 @@ def online_part(demo: Demo) -> None:
 def demo(
     home: Annotated[Path | None, typer.Option(
         "--home", help="Use this folder as MURETAI_HOME (default: a new temporary one).")] = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="A JSON line per step on stdout (ok first), then a last 'done' line.")
+    ] = False,
 ) -> None:
     """Run the main job end to end on loopback, in a throwaway home, and check every step."""
     if home is not None:
-        _run_demo(home)
+        _run_demo(home, json_out)
         return
     with throwaway_home() as root:
-        _run_demo(root)
+        _run_demo(root, json_out)
 
 
 @contextlib.contextmanager
@@ -206,12 +219,18 @@ def throwaway_home() -> Iterator[Path]:
             signal.signal(sig, handler)
 
 
-def _run_demo(root: Path) -> None:
+def _run_demo(root: Path, json_out: bool = False) -> None:
     note(f"demo home: {root}")
-    run = Demo(root)
+    run = Demo(root, json_out=json_out)
     offline_part(run)
     if not run.failures:
         online_part(run)
+    if json_out:
+        emit_json_line({"ok": not run.failures, "event": "done", "steps": run.steps,
+                        "failures": run.failures})
+        if run.failures:
+            raise typer.Exit(1)
+        return
     if run.failures:
         say(f"\ndemo FAILED: {len(run.failures)} of {run.steps} steps")
         for failure in run.failures:
