@@ -278,3 +278,39 @@ def test_door_charges_claims_to_the_signer_rate_limit() -> None:
         second = door.rpc({"jsonrpc": "2.0", "id": 2, "method": "onboard/claim",
                            "params": _claim(jo, card)})
         assert code_of(second) == -32004 and second["_status"] == 429
+
+
+def test_join_through_a_relay_then_talk(tmp_path: Any) -> None:
+    """Two shell identities on one relay meet through an invite: the claim and the first
+    message are sealed deposits; the inviter's turn-check honours the claim first, so the
+    message is not held."""
+    from tests.relay_helpers import live_relay
+
+    def j(*args: str) -> tuple[int, dict[str, Any]]:
+        out = run(*args, "--json")
+        assert out.stdout, out.stderr
+        return out.exit_code, json.loads(out.stdout)
+
+    with live_relay(tmp_path / "relay.sqlite3") as relay:
+        dids = {}
+        for name in ("ines", "jo", "kim"):
+            dids[name] = new_identity(name)
+            assert run("id", "relay", name, relay.url).exit_code == 0
+            assert j("card", "publish", "--as", name)[0] == 0
+        code, made = j("invite", "create", "--as", "ines")   # the relay from id relay
+        assert code == 0 and made["invite"]["relay"] == relay.url and made["invite"]["url"] == ""
+        code, joined = j("join", made["text"], "--as", "jo", "--message", "hello Ines")
+        assert code == 0, joined
+        assert joined["claim"]["queued"] is True and joined["message"]["state"] == "queued"
+        code, drained = j("op", "--as", "ines", "turn-check")
+        assert code == 0, drained
+        assert [(e["from"], e["name"]) for e in drained["joined"]] == [(dids["jo"], "jo")]
+        assert [m["text"] for m in drained["messages"]] == ["hello Ines"]  # not held
+        assert drained["held"] == [] and drained["refused"] == []
+        # a second joiner on the one-use invite: refused, reported, and nothing changes
+        code, again = j("join", made["text"], "--as", "kim")
+        assert code == 0 and again["claim"]["queued"] is True
+        code, drained = j("op", "--as", "ines", "turn-check")
+        assert [r["reason"]["code"] for r in drained["refused"]] == ["invite-used-up"]
+        code, listing = j("invite", "contacts", "--as", "ines")
+        assert [c["name"] for c in listing["contacts"]] == ["jo"]

@@ -30,6 +30,7 @@ from muretai_cli.cli._visitout import (
 
 if TYPE_CHECKING:
     from muretai_cli.artifacts.invite import Invite
+    from muretai_cli.seam import SigningKey
 
 app = typer.Typer(no_args_is_help=True, help="Invite someone: a signed card they answer with "
                                              "a claim, after which each holds the other.")
@@ -73,7 +74,8 @@ def create(
                                              "identity's).", show_default=False)] = None,
     url: Annotated[str | None, typer.Option("--url", help="Your door's public base URL.",
                                             show_default=False)] = None,
-    relay: Annotated[str | None, typer.Option("--relay", help="Your relay's base URL.",
+    relay: Annotated[str | None, typer.Option("--relay", help="Your relay's base URL "
+                                              "(default: the identity's, from id relay).",
                                               show_default=False)] = None,
     db: DbOpt = None,
     keys: KeysOpt = None,
@@ -92,8 +94,12 @@ def create(
     key = ident.signing_key()
     now = int(time.time())
     exp = now + parse_duration(ttl, name="--ttl")
+    from muretai_cli.home import Profiles
+
     door = parse_base_url(url).text if url else ""
     relay_url = parse_base_url(relay).text if relay else None
+    if not door and relay_url is None:
+        relay_url = Profiles().relay_of(ident.did)  # `id new --relay` / `id relay`
     card = mint_invite(key, name=name or ident.name, exp=exp, url=door, relay=relay_url,
                        enc_pub=key.enc_pub)
     store = open_store(ident, db)
@@ -222,12 +228,14 @@ def join(
     if got.did == ident.did:
         raise InputError("own-invite", "this invite is your own")
     key = ident.signing_key()
-    if not got.url:
-        raise InputError("relay-not-supported", "this invite names only a relay; joining "
-                                                "through a relay is not available in this "
-                                                "muretai yet", hint="ask for an invite that "
-                                                "names a door url")
-    endpoint = parse_base_url(got.url).text
+    if not got.url and not (got.relay and got.enc_pub):
+        raise InputError("unreachable-inviter", "the invite names neither a door url nor a "
+                                                "relay with an enc_pub; there is no way to "
+                                                "answer it")
+    from muretai_cli.home import Profiles
+
+    my_relay = Profiles().relay_of(ident.did)
+    endpoint = parse_base_url(got.url).text if got.url else None
     store = open_store(ident, db)
     try:
         known = InviteStore(store.db).add_contact(Contact(
@@ -237,18 +245,23 @@ def join(
     finally:
         store.close()
     claim = build_claim(key, invite=got, name=name or ident.name, now=now,
-                        enc_pub=key.enc_pub)
+                        enc_pub=key.enc_pub, relay=my_relay)
     out: dict[str, Any] = {"ok": True, "inviter": got.did, "name": got.name,
-                           "via": endpoint, "newContact": known}
-    with make_client(timeout, max_bytes) as client, progress(f"claiming at {endpoint}"):
-        out["claim"] = claim_at_door(client, endpoint, claim)
-        if message:
-            from muretai_cli.visit.dm import contact_and_dm
+                           "via": endpoint or got.relay, "newContact": known}
+    if endpoint is None:
+        out.update(_join_by_relay(key, got, claim, message, db=db, now=now, my_relay=my_relay,
+                                  timeout=timeout, max_bytes=max_bytes))
+    else:
+        with make_client(timeout, max_bytes) as client, progress(f"claiming at {endpoint}"):
+            out["claim"] = claim_at_door(client, endpoint, claim)
+            if message:
+                from muretai_cli.visit.dm import contact_and_dm
 
-            report = contact_and_dm(key, got.did, message, client=client, now=now,
-                                    connections=ConnectionStore(key.did), connect=endpoint)
-            out["message"] = report.to_json()
-            out["ok"] = report.exit_code == 0
+                report = contact_and_dm(key, got.did, message, client=client, now=now,
+                                        connections=ConnectionStore(key.did),
+                                        connect=endpoint)
+                out["message"] = report.to_json()
+                out["ok"] = report.exit_code == 0
     if json_out:
         emit_json(out)
     else:
@@ -258,6 +271,40 @@ def join(
             say(f"message {verdict}")
     if not out["ok"]:
         raise typer.Exit(1)
+
+
+def _join_by_relay(key: SigningKey, got: Invite, claim: dict[str, Any], message: str | None,
+                   *, db: str | None, now: int, my_relay: str | None, timeout: str,
+                   max_bytes: int) -> dict[str, Any]:
+    """Deposit the sealed claim at the inviter's relay, then the first message the same way
+    (both queued: the inviter judges them at its next turn-check, claim first)."""
+    from muretai_cli.cli._visitout import client_for
+    from muretai_cli.durations import parse_seconds
+    from muretai_cli.home import ConnectionStore
+    from muretai_cli.visit.join import claim_via_relay
+    from muretai_cli.visit.relay import RelayClient
+    from muretai_cli.visit.send import Sender, send_dm
+
+    assert got.relay is not None and got.enc_pub is not None  # join checked both
+    relay = RelayClient(got.relay, client_for, timeout=parse_seconds(timeout))
+    out: dict[str, Any] = {"claim": claim_via_relay(relay, key, to=got.did,
+                                                    enc_pub=got.enc_pub, claim=claim)}
+    if message:
+        ident_store = None
+        try:
+            from muretai_cli.inbox.store import open_door_store
+
+            ident_store = open_door_store(key.did, db)
+            sender = Sender(key, ident_store, ConnectionStore(key.did), client_for, now,
+                            my_relay=my_relay, timeout=parse_seconds(timeout),
+                            max_bytes=max_bytes)
+            report = send_dm(sender, got.did, message, relay_url=got.relay)
+            out["message"] = report.to_json()
+            out["ok"] = report.exit_code == 0
+        finally:
+            if ident_store is not None:
+                ident_store.close()
+    return out
 
 
 def register(root: typer.Typer) -> None:

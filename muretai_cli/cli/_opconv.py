@@ -112,6 +112,7 @@ def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
             "messages": [e for e in events if e["event"] == "message"],
             "held": [e for e in events if e["event"] == "held"],
             "refused": [e for e in events if e["event"] == "refused"],
+            "joined": [e for e in events if e["event"] == "joined"],
         }
         if problem is not None:
             doc["error"] = {"code": problem.code, "message": problem.detail}
@@ -157,6 +158,9 @@ def event_lines(event: dict[str, Any]) -> list[str]:
     """A drained event for people; peer text quoted behind ``| ``."""
     from muretai_cli.cli._opdoor import message_lines
 
+    if event["event"] == "joined":
+        return [f"joined through your invite: {safe(event['from'], limit=120)}, who gives "
+                f"the name {safe(event['name'], limit=200)!r}"]
     if event["event"] == "refused":
         reason = event["reason"] or {}
         return [f"refused deposit {safe(event['depositId'], limit=80)} from "

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 MAX_AGE = 30 * 24 * 3600  # a relayed message may wait for days, not for ever
 MAX_AHEAD = 300
-Outcome = Literal["accepted", "held", "refused", "duplicate"]
+Outcome = Literal["accepted", "held", "refused", "duplicate", "joined"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,35 @@ def proved_reply_to(store: DoorStore, me: str, fields: dict[str, Any],
     return None
 
 
+class ClaimDeposit(Exception):
+    """The deposit is an ``onboard/claim`` (internal to ``receive``): handled by claims.py."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        super().__init__("onboard/claim")
+        self.params = params
+
+
+def _claim(store: DoorStore, key: SigningKey, params: dict[str, Any], *, sender: str,
+           deposit_id: str, now: int) -> Received:
+    """A relayed claim: the signer must be the depositor; then the door's own claim rules."""
+    from muretai_cli.inbox.claims import process_claim
+
+    try:
+        message = params.get("message")
+        if not isinstance(message, dict) or message.get("from") != sender:
+            raise NotForUs("signer-not-depositor", "the claim's from is not the DID that "
+                                                   "deposited it")
+        joined = process_claim(params, me=key.did, store=store, now=now)
+    except NotForUs as exc:
+        store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
+        return Received("refused", exc.reason, exc.detail)
+    except MuretaiError as exc:
+        store.record_refused(sender, deposit_id, exc.code, exc.detail[:200], now)
+        return Received("refused", exc.code, exc.detail[:200])
+    store.record_joined(sender, deposit_id, joined.claim.name, now)
+    return Received("joined")
+
+
 def _rung(exc: RpcError) -> NotForUs:
     return NotForUs(exc.reason, ladder.MESSAGES.get(exc.code, "refused"))
 
@@ -78,6 +107,8 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
     try:
         doc = ladder.parse_request(plain)
         method, params = ladder.rpc_shape(doc)
+        if method == "onboard/claim":
+            raise ClaimDeposit(params)
         if method != "message/send":
             raise NotForUs("not-message-send", f"the request is {method}, not message/send")
         env = ladder.a2a_message(params)
@@ -114,6 +145,8 @@ def receive(store: DoorStore, key: SigningKey, policy: Policy, *, deposit_id: st
         if store.received(fields["from"], fields["messageId"]) is not None:
             raise NotForUs("replay", "a message with this messageId from this sender is "
                                      "already in the store")
+    except ClaimDeposit as claim:
+        return _claim(store, key, claim.params, sender=sender, deposit_id=deposit_id, now=now)
     except NotForUs as exc:
         store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
         return Received("refused", exc.reason, exc.detail)

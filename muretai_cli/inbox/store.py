@@ -654,6 +654,12 @@ class DoorStore:
                         "VALUES (?, ?, 'refused', ?, ?, ?) ON CONFLICT (sender, deposit_id) "
                         "DO NOTHING", (sender, deposit_id, reason, detail, now))
 
+    def record_joined(self, sender: str, deposit_id: str, name: str, now: int) -> None:
+        """A deposit that was an honoured invite claim (``name``: the joiner's own words)."""
+        self.db.execute("INSERT INTO relayed (sender, deposit_id, outcome, reason, detail, at) "
+                        "VALUES (?, ?, 'joined', 'joined', ?, ?) ON CONFLICT (sender, "
+                        "deposit_id) DO NOTHING", (sender, deposit_id, name, now))
+
     def unshown(self) -> list[dict[str, Any]]:
         """Relayed deposits not yet shown, oldest first, with the message each became."""
         rows = self.db.all("SELECT id, sender, deposit_id, message_id, outcome, reason, "
@@ -663,7 +669,7 @@ class DoorStore:
         for rid, sender, deposit, mid, outcome, reason, detail, request_id, at in rows:
             item: dict[str, Any] = {"row": rid, "from": sender, "depositId": deposit,
                                     "outcome": outcome, "at": at}
-            if outcome == "refused":
+            if outcome in ("refused", "joined"):
                 item["reason"] = {"code": reason, "message": detail}
             else:
                 item["message"] = self.received(sender, str(mid))
