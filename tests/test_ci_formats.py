@@ -48,7 +48,7 @@ def test_verify_card_junit_and_github(tmp_path: Path) -> None:
     assert run(*args, "--format", "yaml").exit_code == 2
 
 
-def test_lint_and_handoff_github() -> None:
+def test_lint_and_handoff_github(tmp_path: Path) -> None:
     broken = str(EXAMPLES / "conventions-broken.json")
     result = run("conventions", "lint", broken, "--format", "github")
     assert result.exit_code == 1
@@ -57,8 +57,10 @@ def test_lint_and_handoff_github() -> None:
     result = run("conventions", "lint", str(EXAMPLES / "conventions-conforming.json"),
                  "--format", "junit")
     assert result.exit_code == 0 and _xml(result.stdout).get("failures") == "0"
+    card = tmp_path / "card.json"  # --offline judges against a given card (else: usage, 2)
+    card.write_text(json.dumps({"did": KEY.did, "url": "https://shop.example"}))
     result = run("handoff", "check", str(EXAMPLES / "conventions-conforming.json"), "--origin",
-                 "https://shop.example", "--offline", "--format", "junit")
+                 "https://shop.example", "--offline", "--card", str(card), "--format", "junit")
     root = _xml(result.stdout)
     assert int(root.get("tests") or 0) == 1
     assert (result.exit_code == 0) == (root.get("failures") == "0")
