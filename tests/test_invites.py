@@ -314,3 +314,28 @@ def test_join_through_a_relay_then_talk(tmp_path: Any) -> None:
         assert [r["reason"]["code"] for r in drained["refused"]] == ["invite-used-up"]
         code, listing = j("invite", "contacts", "--as", "ines")
         assert [c["name"] for c in listing["contacts"]] == ["jo"]
+
+
+def test_a_relayed_claim_must_be_deposited_by_its_signer() -> None:
+    from muretai_cli.inbox.relayed import receive
+    from muretai_cli.seam import canonical_bytes, seal_box
+
+    ines, jo, eve = _key("ines"), _key("jo"), _key("eve")
+    card = _issue(ines)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "onboard/claim",
+               "params": _claim(jo, card)}
+
+    def deposit(by: SigningKey, deposit_id: str) -> str:
+        store = _store(ines)
+        try:
+            return receive(store, ines, "quarantine", deposit_id=deposit_id, sender=by.did,
+                           from_enc=by.enc_pub, now=int(time.time()),
+                           blob=seal_box(by, ines.enc_pub, canonical_bytes(request),
+                                         ad=b"")).outcome
+        finally:
+            store.close()
+
+    assert deposit(eve, "d1") == "refused"          # jo's claim, replayed by eve
+    assert _state(ines, jo)[:2] == (None, None)
+    assert deposit(jo, "d2") == "joined"
+    assert _state(ines, jo)[1] == "allowed"
