@@ -61,10 +61,22 @@ def load_identity(as_: str | None, keys: Path | None) -> Identity:
 
     return KeyStore(keys_dir(keys)).load(identity_name(as_))
 
-# C0/C1 controls (but tab/newline where allowed), DEL, and bidi overrides/isolates, which can
-# make a terminal show text in a different order than it is.
-_UNSAFE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_BLOCK = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# What peer text may not bring to a terminal, each shown as '?':
+# - C0/C1 controls (but tab/newline where allowed) and DEL;
+# - bidi marks, embeddings, overrides and isolates (U+061C, U+200E/F, U+202A-E, U+2066-9),
+#   which can make a terminal show text in another order than it is;
+# - line and paragraph separators (U+2028/9), which break a "single line";
+# - invisible characters that can hide text from a person but not from a model: zero width
+#   space, word joiner and invisible operators, deprecated format controls, BOM, interlinear
+#   annotation, soft hyphen, Hangul fillers, Mongolian vowel separator, tag characters
+#   (U+E0000-E007F) and the variation selectors supplement (U+E0100-E01EF).
+# ZWNJ/ZWJ (U+200C/D) and U+FE00-FE0F stay: scripts and emoji need them, and alone they hide
+# nothing.
+_INVISIBLE = ("\u00ad\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028\u2029"
+              "\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb"
+              "\U000e0000-\U000e007f\U000e0100-\U000e01ef")
+_UNSAFE_LINE = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_INVISIBLE}]")
+_UNSAFE_BLOCK = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 
 
 def when(epoch: object) -> str:
@@ -85,24 +97,34 @@ def when(epoch: object) -> str:
 
 
 def safe(text: object, *, multiline: bool = False, limit: int | None = 2000) -> str:
-    """Untrusted text made inert for a terminal: controls and bidi overrides become '?'."""
+    """Untrusted text made inert for a terminal: controls, bidi marks, line separators and
+    invisible characters (``_INVISIBLE``) become '?'."""
     value = text if isinstance(text, str) else str(text)
     if limit is not None and len(value) > limit:
         value = value[:limit] + "…"
     return (_UNSAFE_BLOCK if multiline else _UNSAFE_LINE).sub("?", value)
 
 
-# Characters that stay literal under ensure_ascii=False but can still steer a terminal that
-# shows the JSON: C1 controls (U+009B is a one-byte CSI), bidi overrides, line separators.
-# They can only occur inside JSON strings, where a \u escape is the same value.
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Characters that stay literal under ensure_ascii=False but can still steer or fool a
+# terminal that shows the JSON: C1 controls (U+009B is a one-byte CSI), DEL and the
+# invisible set above. They can only occur inside JSON strings, where a \u escape (a
+# surrogate pair past U+FFFF) is the same value.
+_JSON_UNSAFE = re.compile(f"[\x7f-\x9f{_INVISIBLE}]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def emit_json(doc: dict[str, Any]) -> None:
     """Print one JSON document, ``ok`` first; non-ASCII literal except terminal controls."""
     ordered = {"ok": doc.get("ok", False), **{k: v for k, v in doc.items() if k != "ok"}}
     text = json.dumps(ordered, ensure_ascii=False, indent=2)
-    text = _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    text = _JSON_UNSAFE.sub(_json_escape, text)
     sys.stdout.write(text + "\n")
 
 
@@ -110,7 +132,7 @@ def emit_json_line(doc: dict[str, Any]) -> None:
     """One line of a JSON Lines stream (``ok`` first), flushed: each event as it happens."""
     ordered = {"ok": doc.get("ok", False), **{k: v for k, v in doc.items() if k != "ok"}}
     text = json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
-    sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+    sys.stdout.write(_JSON_UNSAFE.sub(_json_escape, text) + "\n")
     sys.stdout.flush()
 
 
