@@ -297,3 +297,18 @@ def test_home_and_keys_folders_are_private(tmp_path: Path,
     assert run("id", "new", "alice").exit_code == 0
     for folder in (home, home / "keys", home.parent):
         assert folder.stat().st_mode & 0o777 == 0o700, folder
+
+
+def test_keys_folder_writable_by_others_is_refused_with_the_chmod_fix(
+        _isolated_env: Path) -> None:
+    assert run("id", "new", "alice").exit_code == 0
+    folder = _isolated_env / "keys"
+    did = json.loads(run("id", "show", "alice", "--json").stdout)["did"]
+    for mode in (0o777, 0o720, 0o702):
+        os.chmod(folder, mode)
+        result = run("sign", "message", "hi", "--as", "alice", "--to", did)
+        assert result.exit_code == 2, (oct(mode), result.output)
+        assert "keys-folder-permissions" in result.stderr and str(folder) in result.stderr
+        assert f"chmod go-w {folder}" in result.stderr
+    os.chmod(folder, 0o755)  # readable by others is fine: the key files themselves are 600
+    assert run("sign", "message", "hi", "--as", "alice", "--to", did).exit_code == 0

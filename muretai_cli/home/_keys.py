@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -78,6 +79,14 @@ def _read_key_file(path: Path, *, allow_loose: bool = False) -> dict[str, object
                          hint="list identities with `muretai id list`") from None
     if not stat.S_ISREG(st.st_mode):
         raise InputError("bad-key-file", f"{path} is not a regular file")
+    folder = path.parent
+    with contextlib.suppress(OSError):
+        folder_mode = stat.S_IMODE(folder.stat().st_mode)
+        if folder_mode & 0o022:  # whoever may write here may swap the key file
+            raise InputError("keys-folder-permissions",
+                             f"{folder} is writable by group or others (mode "
+                             f"{folder_mode:03o}); refusing to use the keys in it",
+                             hint=f"chmod go-w {folder}")
     if st.st_mode & 0o077 and not allow_loose:
         raise InputError("key-file-permissions",
                          f"{path} is open to group or others "
