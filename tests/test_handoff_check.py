@@ -400,3 +400,13 @@ def test_text_output_shows_the_card_warnings_json_has(tmp_path: Path) -> None:
     text = check(*args)
     assert text.exit_code == 0, text.output
     assert "card: warning: stale-envelope:" in text.stdout
+
+
+def test_offline_card_that_is_not_json_is_unreadable_input(tmp_path: Path) -> None:
+    card = tmp_path / "card.json"
+    card.write_text("{not json")
+    doc = write(tmp_path, meta({"kind": "dm", "to": SigningKey(b"\x05" * 32).did}))
+    out = check(doc, "--origin", "https://shop.example", "--offline", "--card", str(card))
+    assert out.exit_code == 2, out.output  # the user's own file: 2, not a refusal (1)
+    assert "bad-card-file" in out.stderr and str(card) in out.stderr
+    assert "Traceback" not in out.output

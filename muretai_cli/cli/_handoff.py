@@ -50,11 +50,19 @@ RequireSignedOpt = Annotated[bool, typer.Option(
 
 def offline_cards(origin: BaseUrl, card: str | None, now: int, require_signed: bool
                   ) -> CardSource:
+    from muretai_cli.errors import InputError, Refused
     from muretai_cli.home import PinStore, TrustList
     from muretai_cli.visit.card import card_from_body
     from muretai_cli.visit.handoff import OfflineCards
 
-    doc = card_from_body(read_input(card), card) if card is not None else None
+    doc = None
+    if card is not None:
+        try:
+            doc = card_from_body(read_input(card), card)
+        except Refused as exc:  # the user's own file: unreadable input (2), not a refusal
+            raise InputError("bad-card-file", exc.detail,
+                             hint="--card takes a card JSON file (signed envelope or plain)") \
+                from None
     return OfflineCards(origin, doc, now=now, pins=PinStore(), trust=TrustList(),
                         require_signed=require_signed)
 
