@@ -12,6 +12,7 @@ from tests.cli_helpers import run
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 KEY = SigningKey(bytes(range(32)))
+SUPPORT = "https://muretai.net/z6MkehRgf7yJbgaGfYsdoAsKdBPE3dj2CYhowQdcjqSJgvVd"
 
 
 def _xml(text: str) -> ET.Element:
@@ -48,7 +49,7 @@ def test_verify_card_junit_and_github(tmp_path: Path) -> None:
     assert run(*args, "--format", "yaml").exit_code == 2
 
 
-def test_lint_and_handoff_github(tmp_path: Path) -> None:
+def test_lint_and_handoff_github() -> None:
     broken = str(EXAMPLES / "conventions-broken.json")
     result = run("conventions", "lint", broken, "--format", "github")
     assert result.exit_code == 1
@@ -57,10 +58,11 @@ def test_lint_and_handoff_github(tmp_path: Path) -> None:
     result = run("conventions", "lint", str(EXAMPLES / "conventions-conforming.json"),
                  "--format", "junit")
     assert result.exit_code == 0 and _xml(result.stdout).get("failures") == "0"
-    card = tmp_path / "card.json"  # --offline judges against a given card (else: usage, 2)
-    card.write_text(json.dumps({"did": KEY.did, "url": "https://shop.example"}))
-    result = run("handoff", "check", str(EXAMPLES / "conventions-conforming.json"), "--origin",
-                 "https://shop.example", "--offline", "--card", str(card), "--format", "junit")
+    result = run("handoff", "check", str(EXAMPLES / "ci/tool-results/support.json"),
+                 "--origin", SUPPORT, "--offline", "--format", "junit")
     root = _xml(result.stdout)
-    assert int(root.get("tests") or 0) == 1
-    assert (result.exit_code == 0) == (root.get("failures") == "0")
+    assert result.exit_code == 0 and root.get("tests") == "1" and root.get("failures") == "0"
+    result = run("handoff", "check", str(EXAMPLES / "ci/tool-results/support.json"),
+                 "--origin", "https://muretai.net/" + KEY.did.rsplit(":", 1)[1][:-1] + "x",
+                 "--offline", "--format", "github")
+    assert result.exit_code in (1, 2) and result.stdout.startswith("::error ")

@@ -112,7 +112,8 @@ def batch_cases(results: Sequence[dict[str, Any]], codes: Sequence[int], *, suit
         errors = [r for r in reasons if r.get("severity") == "error"]
         warnings = [r for r in reasons if r.get("severity") == "warning"]
         shown = errors or warnings
-        message = "; ".join(f"{r.get('code')}: {r.get('detail')}" for r in shown)
+        message = "; ".join(f"{r.get('code')}: {r.get('message', r.get('detail'))}"
+                            for r in shown)
         status: CiStatus = "ERROR" if code >= 2 else "FAIL" if code == 1 \
             else "WARN" if warnings else "PASS"
         label = str(item.get("input"))
