@@ -122,6 +122,12 @@ def _add_serve(app: typer.Typer) -> None:
     _door.register(app)
 
 
+def _add_schema(app: typer.Typer) -> None:
+    from muretai_cli.cli import _schema
+
+    app.add_typer(_schema.app, name="schema")
+
+
 def _add_site(app: typer.Typer) -> None:
     from muretai_cli.cli import _site
 
@@ -188,6 +194,7 @@ _REGISTER: dict[str, Callable[[typer.Typer], None]] = {
     "domain": _add_domain,
     "db": _add_db,
     "site": _add_site,
+    "schema": _add_schema,
     "invite": _add_invite,
     "join": _add_join,
     "doctor": _add_doctor,

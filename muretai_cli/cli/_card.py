@@ -21,11 +21,15 @@ from muretai_cli.cli._visitout import (
     MaxBytesOpt,
     NowOpt,
     TimeoutOpt,
+    WbaAgentOpt,
+    WbaAsOpt,
+    WbaOpt,
     client_for,
     make_client,
     now_or_clock,
     print_card,
     progress,
+    wba_signer,
 )
 from muretai_cli.errors import InputError
 
@@ -51,22 +55,41 @@ def fetch(
         "--save", metavar="FILE", show_default=False,
         help="Write the verified signed envelope here, for later `handoff check --offline "
              "--card FILE`.")] = None,
+    wba: WbaOpt = False,
+    wba_agent: WbaAgentOpt = None,
+    as_: WbaAsOpt = None,
+    keys: KeysOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """GET a card and its signed envelope, judge them, and pin the card's DID (first time)."""
+    """GET a card and its signed envelope, judge them, and pin the card's DID (first time).
+
+    Also reports whether the site's did-configuration.json binds the card's DID to its domain:
+    bound, not-bound or not-published.
+    """
     from muretai_cli.home import PinStore, TrustList
     from muretai_cli.visit.card import fetch_card
 
     if did is not None:
         did = did_option(did, "--did")
-    with make_client(timeout, max_bytes) as client, progress(f"fetching {url}"):
+    from muretai_cli.site import domain_linkage
+
+    signer = wba_signer(wba, as_, keys, wba_agent)
+    linkage = None
+    with make_client(timeout, max_bytes, signer=signer) as client, \
+            progress(f"fetching {url}"):
         check = fetch_card(url, client=client, now=now_or_clock(now), expected_did=did,
                            require_signed=require_signed, pins=PinStore(), trust=TrustList())
+        if check.did is not None:
+            linkage = domain_linkage(check.base, check.did, client=client,
+                                     now=now_or_clock(now))
     saved = _save(check, save) if save is not None and check.ok else None
     if json_out:
-        emit_json({**check.to_json(), **({"saved": str(saved)} if saved else {})})
+        emit_json({**check.to_json(), **({"saved": str(saved)} if saved else {}),
+                   "domainLinkage": linkage})
     else:
         print_card(check)
+        if linkage is not None:
+            say(f"domain linkage: {linkage['state']} ({linkage['url']})")
         if saved is not None:
             note(f"saved the signed envelope to {saved}")
     if not check.ok:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from muretai_cli.home import Identity
     from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.urls import BaseUrl
 
 def open_store(ident: Identity, db: str | None = None, *, durable: bool = False) -> DoorStore:
     """The identity's door store: its SQLite file, or ``db`` (``--db`` / ``MURETAI_DB``)."""
@@ -53,6 +54,26 @@ def _op_db(ctx: typer.Context) -> str | None:
     from muretai_cli.cli._op import op_db
 
     return op_db(ctx)
+
+
+def _did_configuration(path: Path | None, base: BaseUrl, did: str) -> bytes | None:
+    """The bytes to serve for ``--did-configuration``: refused unless they bind ``did`` to
+    the domain of ``base`` now (publish only what is true)."""
+    if path is None:
+        return None
+    from muretai_cli.cli._out import read_input
+    from muretai_cli.errors import MuretaiError
+    from muretai_cli.seam import linked_did, parse_document
+    from muretai_cli.site import domain_of
+
+    raw = read_input(str(path))
+    try:
+        linked_did(parse_document(raw), domain=domain_of(base), did=did, now=int(time.time()))
+    except MuretaiError as exc:
+        raise InputError(exc.code, f"--did-configuration {path}: {exc.detail}",
+                         hint=f"make one with `muretai domain link --as NAME --domain "
+                              f"{domain_of(base)}`") from None
+    return raw
 
 
 def register(app: typer.Typer) -> None:
@@ -84,6 +105,11 @@ def serve(
         "--rate-per-sender", help="Signed requests per minute per sender (0 disables).")] = 60,
     rate_total: Annotated[int, typer.Option(
         "--rate-total", help="Signed requests per minute for the door (0 disables).")] = 600,
+    did_configuration: Annotated[Path | None, typer.Option(
+        "--did-configuration", show_default=False,
+        help="Serve this did-configuration.json (from `muretai domain link`) at "
+             "/.well-known/did-configuration.json; it must bind this identity to --url's "
+             "domain.")] = None,
     org: Annotated[Path | None, typer.Option(
         "--org", help="A signed org membership to publish on the card.")] = None,
     max_connections: Annotated[int, typer.Option(
@@ -133,6 +159,7 @@ def serve(
                          slow_seconds=slow_seconds, max_connections=max_connections,
                          max_per_client=max_per_client, idle_seconds=idle_seconds)
     ident = load_identity(as_, keys)
+    linkage = _did_configuration(did_configuration, base, ident.did)
     membership = None
     if org is not None:
         from muretai_cli.artifacts.org import check_membership
@@ -156,7 +183,8 @@ def serve(
     # of serve processes may share the database, so always).
     config = replace(checked, name=ident.name, org=membership, durable=durable,
                      policy=dm_policy or policy_of(store),  # type: ignore[arg-type]
-                     shared_rate=workers > 1 or is_postgres_url(db))
+                     shared_rate=workers > 1 or is_postgres_url(db),
+                     did_configuration=linkage)
     if workers > 1:
         store.close()  # no pool threads may live in the parent when it forks
     try:

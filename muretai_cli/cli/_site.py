@@ -14,9 +14,12 @@ from muretai_cli.cli._visitout import (
     MaxBytesOpt,
     NowOpt,
     TimeoutOpt,
+    WbaAgentOpt,
+    WbaOpt,
     make_client,
     now_or_clock,
     progress,
+    wba_signer,
 )
 
 if TYPE_CHECKING:
@@ -64,6 +67,8 @@ def check(
     max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
     now: NowOpt = None,
     keys: KeysOpt = None,
+    wba: WbaOpt = False,
+    wba_agent: WbaAgentOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Follow the site to its Agent Card and report PASS / FAIL / WARN / INFO per check.
@@ -77,7 +82,8 @@ def check(
     base = site_base(url)
     check_public(base, allow_private=allow_private)
     signer = _signer(as_, keys)
-    with make_client(timeout, max_bytes) as client, progress(f"checking {url}"):
+    with make_client(timeout, max_bytes, signer=wba_signer(wba, as_, keys, wba_agent)) \
+            as client, progress(f"checking {url}"):
         report = check_site(base, client=client, now=now_or_clock(now), pins=PinStore(),
                             signer=signer)
     if form == "json":

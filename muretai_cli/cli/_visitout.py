@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -37,12 +38,39 @@ def now_or_clock(now: int | None) -> int:
     return int(time.time()) if now is None else now
 
 
-def make_client(timeout: str, max_bytes: int) -> SafeClient:
+WbaOpt = Annotated[bool, typer.Option(
+    "--wba", envvar="MURETAI_WBA", help="Sign every request with Web Bot Auth (RFC 9421) as "
+                                        "the --as identity (also MURETAI_WBA=1).")]
+WbaAgentOpt = Annotated[str | None, typer.Option(
+    "--wba-agent", envvar="MURETAI_WBA_AGENT", show_default=False,
+    help="Signature-Agent: where your key directory is served (your door's URL; default your "
+         "DID-addressed site).")]
+WbaAsOpt = Annotated[str | None, typer.Option(
+    "--as", help="The identity that signs with --wba.", show_default=False)]
+
+
+def make_client(timeout: str, max_bytes: int, *,
+                signer: Callable[[str], dict[str, str]] | None = None) -> SafeClient:
     """The one HTTP client of a command (imports httpx only now)."""
     from muretai_cli.durations import parse_seconds
     from muretai_cli.net import SafeClient
 
-    return SafeClient(timeout=parse_seconds(timeout), max_bytes=max_bytes)
+    return SafeClient(timeout=parse_seconds(timeout), max_bytes=max_bytes, signer=signer)
+
+
+def wba_signer(wba: bool, name: str | None, keys: Path | None, agent: str | None
+               ) -> Callable[[str], dict[str, str]] | None:
+    """The request signer ``--wba`` asks for (None without it); ``--as`` names the key."""
+    if not wba:
+        return None
+    if name is None:
+        from muretai_cli.errors import InputError
+
+        raise InputError("wba-needs-identity", "--wba signs as an identity: add --as NAME")
+    from muretai_cli.home import KeyStore, keys_dir
+    from muretai_cli.visit.wba import request_signer
+
+    return request_signer(KeyStore(keys_dir(keys)).load(name).signing_key(), agent=agent)
 
 
 def client_for(seconds: float, max_bytes: int) -> SafeClient:

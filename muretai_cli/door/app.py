@@ -57,6 +57,12 @@ class DoorHTTP:
         self.cards = {(base + CARD_PATH).encode(): "card",
                       (base + LEGACY_CARD_PATH).encode(): "card",
                       (base + CARD_SIG_PATH).encode(): "sig"}
+        # Web identity lives at the origin's well-known paths (RFC 8615), whatever the base.
+        from muretai_cli.seam import DID_CONFIGURATION_PATH, DIRECTORY_PATH
+
+        self.cards[DIRECTORY_PATH.encode()] = "wba"
+        if door.config.did_configuration is not None:
+            self.cards[DID_CONFIGURATION_PATH.encode()] = "dlc"
         self.slow = door.config.slow_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -71,6 +77,15 @@ class DoorHTTP:
             with contextlib.suppress(Exception):
                 await answer(send, 200, _INTERNAL, JSON_HEADERS, close=True)
 
+    def _document(self, kind: str) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+        if kind == "card":
+            return self.door.card_bytes(), JSON_HEADERS
+        if kind == "sig":
+            return self.door.envelope_bytes(), JSON_HEADERS
+        if kind == "wba":
+            return self.door.wba_directory()
+        return self.door.config.did_configuration or b"{}", JSON_HEADERS
+
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("raw_path") or scope["path"].encode()
         method = scope["method"]
@@ -81,12 +96,11 @@ class DoorHTTP:
         if kind is not None:
             if method in ("GET", "HEAD"):
                 try:
-                    body = (self.door.card_bytes() if kind == "card"
-                            else self.door.envelope_bytes())
+                    body, headers = self._document(kind)
                 except DatabaseUnavailable:
                     await answer(send, *UNAVAILABLE, head=method == "HEAD")
                     return
-                await answer(send, 200, body, JSON_HEADERS, head=method == "HEAD")
+                await answer(send, 200, body, headers, head=method == "HEAD")
             elif method == "OPTIONS":
                 await answer(send, 204, b"", ((b"allow", _GET_ALLOW), *_CORS,
                                                (b"access-control-allow-methods", _GET_ALLOW)))

@@ -58,6 +58,7 @@ class DoorConfig:
     max_per_client: int = MAX_PER_CLIENT
     idle_seconds: float = IDLE_SECONDS
     shared_rate: bool = False  # count rates in the store (several processes) not in memory
+    did_configuration: bytes | None = None  # served at /.well-known/did-configuration.json
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -117,6 +118,7 @@ class Door:
         self.on_event = on_event  # told of each arrival's outcome (serve logs it)
         self.did = key.did
         self.config = config
+        self._wba: tuple[int, bytes, tuple[tuple[bytes, bytes], ...]] | None = None
         self.store = store
         self.clock = clock
         # On a store that takes several connections (PostgreSQL), POSTs run on threads so
@@ -209,6 +211,19 @@ class Door:
 
         self._env_bytes = canonical_bytes(sign_card_envelope(self.key, card, now))
         self._env_ts = now
+
+    def wba_directory(self) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+        """This identity's Web Bot Auth key directory, signed over the door's own @authority
+        (seam §8) and re-signed hourly: ``(body, headers)``."""
+        from muretai_cli.seam import authority_of, sign_directory
+
+        now = int(self.clock())
+        if self._wba is None or now - self._wba[0] >= RESIGN_EVERY:
+            body, signed = sign_directory(self.key, authority_of(self.origin), created=now)
+            headers = tuple((k.lower().encode(), v.encode()) for k, v in signed.items())
+            self._wba = (now, body, (*headers, (b"access-control-allow-origin", b"*"),
+                                     (b"cache-control", b"max-age=300")))
+        return self._wba[1], self._wba[2]
 
     def card_bytes(self) -> bytes:
         self._refresh(int(self.clock()))

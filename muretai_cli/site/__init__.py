@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from muretai_cli.site._check import ORDER, TITLES, check_site, site_base
 from muretai_cli.site._guard import check_public
+from muretai_cli.site._linkage import domain_linkage, domain_of
 from muretai_cli.site._report import Finding, Remedy, SiteReport, Status
 
 __all__ = ["ORDER", "TITLES", "Finding", "Remedy", "SiteReport", "Status", "check_public",
-           "check_site", "site_base"]
+           "check_site", "domain_linkage", "domain_of", "site_base"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.errors import DeadlineExceeded, MuretaiError, Refused, Unreachable
+from muretai_cli.site._linkage import domain_linkage, domain_of
 from muretai_cli.site._remedies import REMEDIES
 from muretai_cli.site._report import Finding, SiteReport, Status
 from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH, LEGACY_CARD_PATH, BaseUrl
@@ -166,34 +167,20 @@ def _check_signature(v: _Visit) -> None:
     v.add("signature", "PASS", f"verified under {v.did}", url=url, ts=v.envelope_ts)
 
 
-def _domain_of(base: BaseUrl) -> str:
-    return base.host + (f":{base.port}" if base.port is not None else "")
-
-
 def _did_configuration(v: _Visit) -> None:
     """Fetch and judge did-configuration.json for the card's DID (a fact for ``origin``)."""
-    from muretai_cli.seam import DID_CONFIGURATION_PATH, linked_did
-
-    url = v.base.join(DID_CONFIGURATION_PATH)
-    result = v.get(DID_CONFIGURATION_PATH)
-    status = result.status if result is not None else None
-    if result is None or status != 200:
-        v.linkage = {"state": "not-published", "url": url, "status": status}
-        v.add("did-configuration", "INFO", f"not published (HTTP {status})", url=url,
-              status=status)
-        return
-    try:
-        link = linked_did(_json(result.body), domain=_domain_of(v.base), did=str(v.did),
-                          now=v.now)
-    except MuretaiError as exc:
-        v.linkage = {"state": "not-bound", "url": url, "reason": exc.code,
-                     "detail": exc.detail}
+    v.linkage = domain_linkage(v.base, str(v.did), client=v.client, now=v.now)
+    state, url = v.linkage["state"], v.linkage["url"]
+    if state == "not-published":
+        how = v.linkage.get("status") or v.linkage.get("error")
+        v.add("did-configuration", "INFO", f"not published ({how})", url=url)
+    elif state == "not-bound":
         v.add("did-configuration", "INFO", f"published; it does not bind {v.did} to this "
-                                           f"domain ({exc.code})", url=url, status=200)
-        return
-    v.linkage = {"state": "bound", "url": url, **link.to_json()}
-    v.add("did-configuration", "INFO", f"published; binds {v.did} to {link.origin} until "
-                                       f"{link.exp}", url=url, status=200)
+                                           f"domain ({v.linkage['reason']})", url=url)
+    else:
+        v.add("did-configuration", "INFO", f"published; binds {v.did} to "
+                                           f"{v.linkage['origin']} until {v.linkage['exp']}",
+              url=url)
 
 
 def _check_origin(v: _Visit) -> None:
@@ -380,14 +367,17 @@ def _check_cors(v: _Visit) -> None:
 def _check_wba(v: _Visit) -> None:
     from muretai_cli.seam import DIRECTORY_MEDIA_TYPE, DIRECTORY_PATH, verify_directory
 
-    url = v.base.join(DIRECTORY_PATH)
-    result = v.get(DIRECTORY_PATH, accept=DIRECTORY_MEDIA_TYPE)
+    url = v.base.origin + DIRECTORY_PATH
+    try:
+        result: HttpResult | None = v.client.get(url, accept=DIRECTORY_MEDIA_TYPE)
+    except (Refused, Unreachable, DeadlineExceeded):
+        result = None
     if result is None or result.status != 200:
         status = result.status if result is not None else None
         v.add("wba-directory", "INFO", f"not published (HTTP {status})", url=url, status=status)
         return
     try:
-        dids = verify_directory(result.headers, result.body, authority=_domain_of(v.base),
+        dids = verify_directory(result.headers, result.body, authority=domain_of(v.base),
                                 now=v.now)
     except MuretaiError as exc:
         v.add("wba-directory", "FAIL", f"published, and it proves nothing: {exc.code}: "
