@@ -223,6 +223,8 @@ def bound_words(binding: str | None) -> str:
 def dm_lines(report: DmReport) -> list[str]:
     """The reply on stdout (safe), only as the door's when verified."""
     reply = report.reply
+    if reply.kind == "lost":
+        return [f"delivered to {report.to}; the reply was lost"]
     if reply.verdict.ok:
         head = f"reply from {report.to} ({bound_words(reply.binding)})"
         if reply.state:

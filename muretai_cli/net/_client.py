@@ -181,15 +181,18 @@ class SafeClient:
             "Origin": "https://example.org", "Access-Control-Request-Method": "POST",
             "Access-Control-Request-Headers": "content-type"})
 
-    def post_json(self, url: str, body: bytes) -> HttpResult:
-        """POST a JSON body once. Never retried, never redirected: the answer is returned."""
+    def post_json(self, url: str, body: bytes, *, within: float | None = None) -> HttpResult:
+        """POST a JSON body once. Never retried, never redirected: the answer is returned.
+
+        ``within`` bounds this request below what is left of the shared deadline (a caller
+        that may retry keeps time for it)."""
         check_request_url(url)
-        return self._send("POST", url, content=body,
+        return self._send("POST", url, content=body, within=within,
                           headers={"Content-Type": "application/json",
                                    "Accept": "application/json"})
 
     def _send(self, method: str, url: str, *, headers: dict[str, str],
-              content: bytes | None = None) -> HttpResult:
+              content: bytes | None = None, within: float | None = None) -> HttpResult:
         """One request, bounded by the wall clock as well as by httpx's per-phase timeouts.
 
         httpx applies its timeout to each phase (connect, then each read), so a slow connect
@@ -201,6 +204,8 @@ class SafeClient:
         if remaining <= 0:
             self.skip(method, url)
             raise self.deadline_error(f"before {method} {url}")
+        if within is not None:
+            remaining = min(remaining, within)
         record: dict[str, Any] = {"method": method, "url": url}
         self.attempts.append(record)
         if self.signer is not None:

@@ -19,7 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from muretai_cli.errors import InputError, MuretaiError, PeerRefused, Refused
+from muretai_cli.errors import (
+    DeadlineExceeded,
+    InputError,
+    MuretaiError,
+    PeerRefused,
+    Refused,
+    Unreachable,
+)
 from muretai_cli.urls import BaseUrl, base_from_any, same_base
 from muretai_cli.verdict import Reason, Verdict, error, warning
 from muretai_cli.visit.card import CardCheck
@@ -31,6 +38,7 @@ if TYPE_CHECKING:
     from muretai_cli.visit.handoff import CardSource, EntryCheck
 
 METHOD_NOT_FOUND = -32601
+REPLAY = -32002  # a door that answers a retry so has seen the first attempt
 Redeemed = Literal["redeemed", "open-door", "not-needed"]
 # "message": the signed messageId is derived from the one sent; "conversation": only the
 # signed contextId matches, so the reply may answer any message of that conversation.
@@ -369,19 +377,45 @@ def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, n
     message = signed_message(key, to=target.door_did, text=text, now=now,
                              context_id=context_id or new_context_id(), reply_to=reply_to,
                              metadata=metadata)
-    request = build_message_send(message)
-    answer = client.post_json(target.endpoint, canonical_bytes(request))
+    request = canonical_bytes(build_message_send(message))
+    retried = False
+    try:
+        # Half the time left for the first attempt: a lost answer gets one retry.
+        answer = client.post_json(target.endpoint, request,
+                                  within=client.deadline.remaining() / 2)
+    except (DeadlineExceeded, Unreachable):
+        retried = True  # the answer was lost: the same bytes once more (seed 004)
+        answer = client.post_json(target.endpoint, request)
     try:
         doc = _rpc_answer(answer, "message/send", missing_ok=True)
     except PeerRefused as exc:
+        rpc = exc.data.get("rpcError")
+        if retried and isinstance(rpc, dict) and rpc.get("code") == REPLAY:
+            # The door saw the first attempt: delivered, and its reply was lost.
+            lost = ReplyCheck(Verdict.of("reply", [warning(
+                "reply-lost", "delivered; the reply was lost (the door answered the retry "
+                              "as a replay of the first attempt)")]), "lost")
+            return _report(key, target, message, now, redeemed, grant_facts, lost,
+                           connections, text)
         exc.data.update({"sent": message["messageId"], "contextId": message["contextId"],
                          "timestamp": now})
         raise
     bound_id = reply_message_id(key.did, message["messageId"]) if target.reply_binding else None
     sent = Sent(message["messageId"], message["contextId"], bound_id)
     reply = check_reply(doc, door_did=target.door_did, me=key.did, sent=sent, now=now)
+    if retried and reply.verdict.ok:
+        reply = ReplyCheck(Verdict.of("reply", [*reply.verdict.reasons, warning(
+            "reply-recovered", "the first answer was lost; the door answered the "
+                               "byte-identical retry")]), reply.kind, reply.text, reply.state,
+            reply.message_id, reply.binding)
+    return _report(key, target, message, now, redeemed, grant_facts, reply, connections, text)
+
+
+def _report(key: SigningKey, target: Target, message: Mapping[str, Any], now: int,
+            redeemed: Redeemed, grant_facts: dict[str, Any], reply: ReplyCheck,
+            connections: ConnectionStore, text: str) -> DmReport:
     remembered = False
-    if reply.verdict.ok:
+    if reply.verdict.ok and reply.kind != "lost":  # remembered only after a verified reply
         connections.remember(target.door_did, endpoint=target.endpoint, base=target.base.text,
                              now=now, grant_id=grant_facts.get("grantId"),
                              expires=grant_facts.get("expires"),
