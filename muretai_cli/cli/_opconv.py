@@ -125,6 +125,9 @@ def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
             note("no new messages")
     check.shown(items)
     if problem is not None:
+        if json_out:  # the one document is printed; the diagnosis goes to stderr
+            note(f"error: {problem.diagnostics()}")
+            raise typer.Exit(problem.exit_code)
         raise problem
 
 
