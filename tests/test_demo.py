@@ -28,12 +28,28 @@ def test_demo_passes_end_to_end(tmp_path: Path) -> None:
     alice = subprocess.run([sys.executable, "-m", "muretai_cli", "id", "show", "alice",
                             "--json"], capture_output=True, text=True, env=env, check=False)
     messages = json.loads(inbox.stdout)["messages"]
-    texts = [m["text"] for m in messages]
+    texts = [m["text"] for m in messages if m["direction"] == "in"]
     assert sorted(texts) == sorted(["Hello from alice",
                                     "Hello, I'd like to confirm my fitting on Friday.",
                                     "See you on Friday."]), texts
-    assert {m["from"] for m in messages} == {json.loads(alice.stdout)["did"]}
-    assert all(m["verified"] for m in messages)
+    received = [m for m in messages if m["direction"] == "in"]
+    assert {m["from"] for m in received} == {json.loads(alice.stdout)["did"]}
+    assert all(m["verified"] for m in received)
+    # The shop's owner answered through alice's relay; alice's turn-check stored it, bound
+    # to the message it answers; bob and carol talked through the relay.
+    def view(name: str) -> list[dict[str, object]]:
+        out = subprocess.run([sys.executable, "-m", "muretai_cli", "op", "--as", name, "inbox",
+                              "--json"], capture_output=True, text=True, env=env, check=False)
+        rows: list[dict[str, object]] = json.loads(out.stdout)["messages"]
+        return rows
+
+    answer = [m for m in view("alice") if m["direction"] == "in"]
+    assert [(m["text"], m["channel"]) for m in answer] == [
+        ("Friday 10:00 is booked. See you then!", "relay")]
+    sent = {m["messageId"]: m["text"] for m in view("alice") if m["direction"] == "out"}
+    assert sent[answer[0]["replyTo"]] == "See you on Friday."
+    assert [(m["direction"], m["text"]) for m in view("bob")] == [
+        ("out", "Lunch on Thursday?"), ("in", "Thursday works. 12:30?")]
 
 
 def _demo_homes(tmp: Path) -> list[str]:

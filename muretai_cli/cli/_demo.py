@@ -1,8 +1,10 @@
 """``muretai demo``: the main job end to end, on loopback, in a throwaway home.
 
-Identities, signing and verifying; then a real door (``muretai serve``) on 127.0.0.1, a
-contact grant, a verified and pinned card, a handoff check (and a refused redirect), a first
-DM held by quarantine, the owner's approval, a followed handoff and the persistent inbox.
+Identities, signing and verifying; then a real door (``muretai serve``) and a real relay
+(``muretai relay serve``) on 127.0.0.1, a contact grant, a verified and pinned card, a
+handoff check (and a refused redirect), a first DM held by quarantine, the owner's approval,
+a followed handoff, the persistent inbox, the shop's owner answering the visitor through
+the relay; then two people at two shells talking through the relay (dm, turn-check, reply).
 
 Every step runs the real ``muretai`` command line in a subprocess (so the demo exercises
 exactly what a user types) and checks its exit code. It exits 0 only if every step did.
@@ -34,6 +36,7 @@ from muretai_cli.cli._out import emit_json_line, note, say
 @dataclass
 class Demo:
     home: Path
+    relay: str | None = None
     steps: int = 0
     failures: list[str] = field(default_factory=list)
     json_out: bool = False  # a JSON line per step on stdout instead of the narration
@@ -98,7 +101,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_for_card(url: str, door: subprocess.Popen[bytes], seconds: float = 15) -> bool:
+def _wait_for_card(url: str, door: subprocess.Popen[bytes], seconds: float = 15,
+                   path: str = "/.well-known/agent-card.json") -> bool:
+    import urllib.error
     import urllib.request
 
     deadline = time.monotonic() + seconds
@@ -106,11 +111,50 @@ def _wait_for_card(url: str, door: subprocess.Popen[bytes], seconds: float = 15)
         if door.poll() is not None:
             return False
         try:
-            with urllib.request.urlopen(url + "/.well-known/agent-card.json", timeout=1):  # noqa: S310
+            with urllib.request.urlopen(url + path, timeout=1):  # noqa: S310
                 return True
+        except urllib.error.HTTPError:
+            return True  # it answers (a relay says 404 for a card it does not hold)
         except OSError:
             time.sleep(0.1)
     return False
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _json(proc: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+@contextlib.contextmanager
+def local_relay(demo: Demo) -> Iterator[str | None]:
+    """``muretai relay serve`` on a free loopback port; yields its URL (None: it did not
+    come up, recorded as a failure)."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    demo.show(f"\n[*] start a relay: muretai relay serve --url {url} --port {port}")
+    relay = subprocess.Popen(  # noqa: S603 - our own CLI, list argv
+        [sys.executable, "-m", "muretai_cli", "relay", "serve", "--url", url, "--port",
+         str(port)], env=demo.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        if not _wait_for_card(url, relay, path="/card/did:key:none"):
+            demo.failures.append(f"the relay did not come up at {url}")
+            yield None
+        else:
+            yield url
+    finally:
+        _stop(relay)
 
 
 def online_part(demo: Demo) -> None:
@@ -137,6 +181,12 @@ def online_part(demo: Demo) -> None:
         if not _wait_for_card(url, door):
             demo.failures.append(f"the door did not come up at {url}")
             return
+        relay = demo.relay
+        if relay:
+            demo.run("the visitor has a relay: where answers reach her", "id", "relay",
+                     "alice", relay)
+            demo.run("she publishes her card there (relay + enc_pub, no door)", "card",
+                     "publish", "--as", "alice")
         demo.run("the shop issues a contact grant (3 uses, 1 hour)", "contact", "issue",
                  "--as", "shop", "--uses", "3", "--expires", "1h", show=False)
         demo.run("the visitor fetches and verifies the shop's card (and pins it)",
@@ -172,17 +222,56 @@ def online_part(demo: Demo) -> None:
         demo.run("the visitor follows the handoff: sends the suggestion it was shown, "
                  "verifies the signed reply", "op", "--as", "alice", "handoff", "follow",
                  str(result), "--origin", url, "--send")
-        demo.run("a later DM goes to the remembered connection", "op", "--as", "alice",
-                 "contact", "dm", shop, "See you on Friday.")
+        later = demo.run("a later DM goes to the remembered connection", "op", "--as",
+                         "alice", "dm", shop, "See you on Friday.", "--json", show=False)
         demo.run("the shop's inbox (persistent; conversations oldest first)", "op", "--as",
                  "shop", "inbox")
+        answered = _json(later).get("messageId")
+        if relay and isinstance(answered, str):
+            alice = demo.did_of("alice")
+            demo.run("the shop's owner answers her later, through her relay (sealed)", "op",
+                     "--as", "shop", "dm", alice, "Friday 10:00 is booked. See you then!",
+                     "--reply-to", answered)
+            demo.run("alice drains her relay: the answer, verified, linked to her message",
+                     "op", "--as", "alice", "turn-check")
     finally:
-        door.terminate()
-        try:
-            door.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            door.kill()
-            door.wait()
+        _stop(door)
+
+
+def conversation_part(demo: Demo) -> None:
+    """Two people at two shells, no door: cards on the relay, dm, turn-check, a reply."""
+    relay = demo.relay
+    if not relay:
+        return
+    demo.run("bob, at a shell with no public URL, gets an identity on the relay", "id", "new",
+             "bob", "--relay", relay)
+    demo.run("carol too", "id", "new", "carol", "--relay", relay)
+    for name in ("bob", "carol"):
+        demo.run(f"{name} publishes a card (relay + enc_pub)", "card", "publish", "--as", name,
+                 show=False)
+    carol = demo.did_of("carol")
+    bob = demo.did_of("bob")
+    demo.run("bob writes to carol: sealed to her key, queued at the relay", "op", "--as",
+             "bob", "dm", carol, "Lunch on Thursday?", "--relay", relay)
+    demo.run("carol lets strangers straight in (her policy)", "op", "--as", "carol",
+             "policy", "open")
+    drained = demo.run("carol runs turn-check: opened, verified, stored, then acknowledged",
+                       "op", "--as", "carol", "turn-check", "--json", show=False)
+    messages = _json(drained).get("messages")
+    first = messages[0] if isinstance(messages, list) and messages else {}
+    if not isinstance(first, dict) or first.get("text") != "Lunch on Thursday?":
+        demo.failures.append("carol's turn-check did not show bob's message")
+        return
+    demo.show(f"    {carol[:24]}… got {json.dumps(first.get('text'))} from {bob[:24]}…, verified")
+    demo.run("carol answers (bob's relay is known from his verified message)", "op", "--as",
+             "carol", "dm", bob, "Thursday works. 12:30?", "--reply-to",
+             str(first.get("messageId")))
+    demo.run("bob's turn-check: the answer, verified, linked to his message", "op", "--as",
+             "bob", "turn-check", "--wait", "5")
+    demo.run("a second turn-check prints nothing again (each message once)", "op", "--as",
+             "bob", "turn-check")
+    demo.run("bob's view of the conversation, both directions", "op", "--as", "bob",
+             "inbox", "--peer", carol)
 
 
 def demo(
@@ -224,7 +313,12 @@ def _run_demo(root: Path, json_out: bool = False) -> None:
     run = Demo(root, json_out=json_out)
     offline_part(run)
     if not run.failures:
-        online_part(run)
+        with local_relay(run) as relay:
+            run.relay = relay
+            if relay:
+                online_part(run)
+            if not run.failures:
+                conversation_part(run)
     if json_out:
         emit_json_line({"ok": not run.failures, "event": "done", "steps": run.steps,
                         "failures": run.failures})
