@@ -9,6 +9,13 @@ Figures (each a function ``figure_<name>(args) -> dict``, registered in ``FIGURE
   accepted message of a real ``muretai serve`` door under the same load shape in the same
   run (bench/door.py). Each verifies one Ed25519 signature per request. Target: relay <= door.
 
+- ``drain``: ``turn-check`` draining ``--drain`` (default 2,000) waiting messages from a real
+  relay: listened, opened, verified, passed through consent, stored and acknowledged, per
+  second (the same code ``op turn-check`` runs, in-process). Target: >= 2,000/s.
+- ``wake``: a deposit made while ``turn-check --wait`` holds its long-poll, from the
+  deposit's send until the message is stored (then printed): median of ``--wakes`` rounds on
+  loopback. Target: <= 200 ms.
+
 Prints a few lines on stderr and one JSON line per figure on stdout.
 """
 
@@ -150,9 +157,105 @@ def figure_deposit(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-# name -> figure; conv adds the turn-check figures here.
+def _turn_check(home: str) -> tuple[Any, Any, subprocess.Popen[bytes], int, SigningKey]:
+    """A relay whose --url is its real address, and a TurnCheck for a fresh identity."""
+    import socket
+
+    os.environ["MURETAI_HOME"] = home
+    from muretai_cli.cli._visitout import client_for
+    from muretai_cli.inbox.store import DoorStore, db_path
+    from muretai_cli.visit.relay import RelayClient
+    from muretai_cli.visit.turn import TurnCheck
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/relay"
+    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "relay", "serve", "--url", url,
+                             "--port", str(port), "--rate-per-sender", "0",
+                             "--rate-per-mailbox", "0", "--max-waiting", "100000"],
+                            env={**os.environ}, cwd=ROOT, stderr=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    me = SigningKey.generate()
+    store = DoorStore(db_path(me.did))
+    check = TurnCheck(me, store, RelayClient(url, client_for), "open")
+    return check, store, proc, port, me
+
+
+def figure_drain(args: argparse.Namespace) -> dict[str, Any]:
+    """turn-check: waiting messages opened, verified, stored and acked per second."""
+    home = tempfile.mkdtemp(prefix="muretai-bench-turn-")
+    check, store, proc, port, me = _turn_check(home)
+    try:
+        senders = [SigningKey.generate() for _ in range(50)]
+        bodies = deposits(args.drain, senders, [me])
+        accepted, _, _ = load(port, bodies, 8, b'"queued":true')
+        started = time.perf_counter()
+        drained = check.drain(0)
+        elapsed = time.perf_counter() - started
+        shown = store.unshown()
+        stored = sum(1 for item in shown if item["outcome"] == "accepted")
+    finally:
+        store.close()
+        stop(proc)
+    rate = stored / elapsed
+    print(f"turn-check: {stored}/{accepted} stored in {elapsed:.2f} s = {rate:.0f}/s",
+          file=sys.stderr)
+    return {"bench": "relay.drain", "waiting": accepted, "drained": drained,
+            "stored": stored, "seconds": round(elapsed, 3), "per_s": round(rate, 1),
+            "target": "per_s >= 2000", "met": rate >= 2000 and stored == accepted}
+
+
+def figure_wake(args: argparse.Namespace) -> dict[str, Any]:
+    """A deposit during turn-check --wait: from its send to stored, median of rounds."""
+    import httpx
+
+    home = tempfile.mkdtemp(prefix="muretai-bench-wake-")
+    check, store, proc, port, me = _turn_check(home)
+    sender = SigningKey.generate()
+    latencies: list[float] = []
+    try:
+        for i in range(args.wakes):
+            body = deposits(1, [sender], [me])[0]
+            payload = body.split(b"\r\n\r\n", 1)[1]
+            done: list[float] = []
+
+            def wait_for_it(done: list[float] = done) -> None:
+                check.step(25)
+                done.append(time.perf_counter())
+
+            waiter = threading.Thread(target=wait_for_it)
+            waiter.start()
+            time.sleep(0.3)  # the listener is holding its long-poll
+            sent = time.perf_counter()
+            httpx.post(f"http://127.0.0.1:{port}/relay/send", content=payload,
+                       headers={"content-type": "application/json"}, timeout=10)
+            waiter.join(timeout=30)
+            if done:
+                latencies.append(done[0] - sent)
+            print(f"  wake {i + 1}: {latencies[-1] * 1000:.1f} ms", file=sys.stderr)
+    finally:
+        store.close()
+        stop(proc)
+    latencies.sort()
+    median = latencies[len(latencies) // 2] * 1000 if latencies else float("inf")
+    return {"bench": "relay.wake", "rounds": len(latencies), "median_ms": round(median, 1),
+            "max_ms": round(latencies[-1] * 1000, 1) if latencies else None,
+            "target": "median_ms <= 200", "met": median <= 200}
+
+
+# name -> figure
 FIGURES: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "deposit": figure_deposit,
+    "drain": figure_drain,
+    "wake": figure_wake,
 }
 
 
@@ -161,6 +264,8 @@ def main() -> None:
     add_arguments(parser)
     parser.add_argument("--only", action="append", choices=sorted(FIGURES),
                         help="run only this figure (repeatable)")
+    parser.add_argument("--drain", type=int, default=2000, help="messages waiting (drain)")
+    parser.add_argument("--wakes", type=int, default=11, help="rounds (wake)")
     args = parser.parse_args()
     for name in args.only or list(FIGURES):
         print(json.dumps(FIGURES[name](args)), flush=True)
