@@ -103,24 +103,31 @@ def test_lies_are_refused_reported_and_the_drain_goes_on() -> None:
 
 
 def test_a_second_turn_check_supersedes_the_first(tmp_path: Any) -> None:
-    import threading
+    import os
+    import subprocess
+    import sys
 
     from tests.relay_helpers import live_relay
 
     with live_relay(tmp_path / "relay.sqlite3") as relay:
         new_identity("me")
         assert run("id", "relay", "me", relay.url).exit_code == 0
-        results: list[Any] = []
-        first = threading.Thread(target=lambda: results.append(
-            run("op", "--as", "me", "turn-check", "--wait", "20", "--json")))
-        first.start()
         me = KeyStore(keys_dir()).load("me").did
-        deadline = time.monotonic() + 15
-        while relay.relay.store.epoch(me) is None and time.monotonic() < deadline:
-            time.sleep(0.02)  # until the first listener holds its long-poll
-        assert relay.relay.store.epoch(me) is not None
-        second = run("op", "--as", "me", "turn-check", "--json")
-        assert second.exit_code == 0, second.stdout
-        first.join(timeout=25)
-        assert results and results[0].exit_code == 4
-        assert json.loads(results[0].stdout)["error"] == "superseded"
+        # the first turn-check is its own process, holding a long-poll
+        first = subprocess.Popen([sys.executable, "-m", "muretai_cli", "op", "--as", "me",
+                                  "turn-check", "--wait", "25", "--json"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env={**os.environ})
+        try:
+            deadline = time.monotonic() + 30
+            while relay.relay.store.epoch(me) is None and time.monotonic() < deadline:
+                time.sleep(0.02)  # until the first listener has claimed its epoch
+            assert relay.relay.store.epoch(me) is not None
+            second = run("op", "--as", "me", "turn-check", "--json")
+            assert second.exit_code == 0, second.stdout
+            out, err = first.communicate(timeout=40)
+        finally:
+            if first.poll() is None:
+                first.kill()
+        assert first.returncode == 4, (out, err)
+        assert json.loads(out)["error"] == "superseded"
