@@ -36,7 +36,7 @@ from muretai_cli.db._core import (
 
 CONNECT_TIMEOUT = 3  # seconds for one connection attempt
 CHECKOUT_TIMEOUT = 2.0  # seconds a request waits for a connection before answering 503
-POOL_SIZE = 8  # connections per process (and the door's threads that use them)
+POOL_SIZE = 4  # connections per process (and the door's threads that use them)
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 
 
