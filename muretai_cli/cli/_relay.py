@@ -48,6 +48,9 @@ def serve(
         "--slow-seconds", help="One deadline for a request's head and body.")] = 10.0,
     http: Annotated[str, typer.Option(
         "--http", hidden=True, help="HTTP parser: auto | httptools | h11.")] = "auto",
+    workers: Annotated[int, typer.Option(
+        "--workers", min=1, help="Processes serving on the one port (PostgreSQL only: they "
+                                 "wake each other's long-polls through it).")] = 1,
 ) -> None:
     """Serve send, listen, ack and card for any DID. The relay never sees text."""
     from muretai_cli.durations import parse_duration
@@ -70,7 +73,7 @@ def serve(
     if base.text != url:
         note(f"serving as {base.text} (the canonical form of {safe(url)})")
 
-    from muretai_cli.relay.app import build_app, server_for
+    from muretai_cli.relay.app import build_app
     from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
     from muretai_cli.relay.store import RelayStore
 
@@ -79,16 +82,48 @@ def serve(
                          expire_seconds=parse_duration(expire, name="--expire"))
     config = RelayConfig(url=base, limits=limits, slow_seconds=slow_seconds,
                          max_connections=max_connections, durable=durable)
-    store = RelayStore.open(db, durable=durable)
-    relay = Relay(config, store)
+    from muretai_cli.db import is_postgres_url
+
+    shared = is_postgres_url(db)
+    if workers > 1 and not shared:
+        raise InputError("workers-need-postgresql", "--workers above 1 needs --db "
+                         "postgresql://…: on SQLite a long-poll would not wake on a deposit "
+                         "made through another process",
+                         hint="run one process on SQLite, or see docs/scale-out.md")
+    # A PostgreSQL store is created by `muretai db init --relay`, never by a server.
+    store = RelayStore.open(db, durable=durable, create=not shared)
+    where = store.db.describe()
+    if workers > 1:
+        store.close()  # no pool threads may live in the parent when it forks
+    from muretai_cli.relay.app import bind_socket, server_on
+
     try:
-        server, sock = server_for(build_app(relay), config, host=host, port=port, http=http)
+        sock = bind_socket(host, port)
     except OSError as exc:
-        store.close()
+        if workers == 1:
+            store.close()
         raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}") \
             from None
     bound = sock.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+
+    def run(worker: int) -> None:
+        own = store if workers == 1 else RelayStore.open(db, durable=durable, create=False)
+        notifier = None
+        if shared:
+            from muretai_cli.relay.pgnotify import PgNotifier
+
+            assert db is not None  # shared means a PostgreSQL URL was given
+            notifier = PgNotifier(db, own.db)
+        relay = Relay(config, own, notifier=notifier)
+        server_on(build_app(relay), config, sock, host=host, http=http).run(sockets=[sock])
+
     note(f"relay listening on http://{shown}:{bound[1]} for {base.text} "
-         f"(tokens name {base.origin}; db {store.db.describe()})")
-    server.run(sockets=[sock])
+         f"(tokens name {base.origin}; db {where})"
+         + (f" ({workers} workers)" if workers > 1 else ""))
+    if workers == 1:
+        run(0)
+        return
+    from muretai_cli.workers import run_workers
+
+    raise typer.Exit(run_workers(workers, run, log=note))

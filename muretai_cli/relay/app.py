@@ -185,21 +185,33 @@ def build_app(relay: Relay) -> Starlette:
 def server_for(app: Starlette, config: RelayConfig, *, host: str, port: int,
                http: str = "auto") -> tuple[uvicorn.Server, socket.socket]:
     """A uvicorn server for ``app`` and the socket it will serve, bound to ``host:port``."""
-    import socket
+    sock = bind_socket(host, port)
+    return server_on(app, config, sock, host=host, http=http), sock
 
-    import uvicorn
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """The relay's listening socket (inheritable: ``--workers`` forks serve it together)."""
+    import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host.strip("[]"), port))
     sock.set_inheritable(True)
-    server = uvicorn.Server(uvicorn.Config(
+    return sock
+
+
+def server_on(app: Starlette, config: RelayConfig, sock: socket.socket, *, host: str,
+              http: str = "auto") -> uvicorn.Server:
+    """A uvicorn server for ``app`` on an already bound ``sock``."""
+    import uvicorn
+
+    return uvicorn.Server(uvicorn.Config(
         app, host=host, port=sock.getsockname()[1], http=http, lifespan="on",
         access_log=False, log_level="warning", timeout_keep_alive=5, server_header=False,
         date_header=False, proxy_headers=False,
         limit_concurrency=config.max_connections or None))
-    return server, sock
 
 
-__all__ = ["JSON_HEADERS", "RelayHTTP", "build_app", "read_body", "server_for"]
+__all__ = ["JSON_HEADERS", "RelayHTTP", "bind_socket", "build_app", "read_body", "server_for",
+           "server_on"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from muretai_cli.db import Database, Schema, open_database, upgrade
+from muretai_cli.db import Database, Schema, open_database, require, upgrade
 from muretai_cli.home import home_dir
 
 NAMESPACE = "relay"
@@ -64,15 +64,24 @@ class Waiting:
 class RelayStore:
     """Mailboxes, listener epochs and cards. One owner (the relay's event loop)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, create: bool = True) -> None:
         self.db = db
-        upgrade(db, SCHEMA)
+        try:
+            if create:
+                upgrade(db, SCHEMA)
+            else:
+                require(db, SCHEMA, fix="muretai db {verb} --relay --db URL")
+        except BaseException:
+            db.close()
+            raise
 
     @classmethod
-    def open(cls, target: str | Path | None = None, *, durable: bool = False) -> RelayStore:
-        """A SQLite path or a ``postgresql://`` URL; the default file when None."""
+    def open(cls, target: str | Path | None = None, *, durable: bool = False,
+             create: bool = True) -> RelayStore:
+        """A SQLite path or a ``postgresql://`` URL; the default file when None. With
+        ``create=False`` the schema must already be this program's (``muretai db init``)."""
         return cls(open_database(target or default_db_path(), namespace=NAMESPACE,
-                                 durable=durable))
+                                 durable=durable), create=create)
 
     def deposit(self, *, to: str, sender: str, sender_enc: str, deposit_id: str, blob: str,
                 now: int, max_waiting: int) -> DepositOutcome:
