@@ -17,6 +17,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 _LISTENING = re.compile(rb"listening on http://127\.0\.0\.1:(\d+)")
+READY_PATHS = {"serve": "/.well-known/agent-card.json", "relay": "/card/did:key:z"}
 
 
 @dataclass
@@ -24,6 +25,7 @@ class ServeProc:
     proc: subprocess.Popen[bytes]
     log: Path
     base: str = ""
+    ready_path: str = READY_PATHS["serve"]
 
     def wait_ready(self, timeout: float = 30.0) -> ServeProc:
         deadline = time.monotonic() + timeout
@@ -37,8 +39,7 @@ class ServeProc:
                     self.base = f"http://127.0.0.1:{int(found.group(1))}"
             if self.base:
                 try:
-                    if httpx.get(self.base + "/.well-known/agent-card.json",
-                                 timeout=2).status_code == 200:
+                    if httpx.get(self.base + self.ready_path, timeout=2).status_code < 500:
                         return self
                 except httpx.TransportError:
                     pass
@@ -81,3 +82,13 @@ def start_many(tmp: Path, name: str, count: int, *args: str) -> list[ServeProc]:
             p.stop()
         raise
     return procs
+
+
+def start_relay(tmp: Path, *args: str, tag: str = "") -> ServeProc:
+    """``muretai relay serve --url http://127.0.0.1:1 --port 0 ARGS``, stderr to a file."""
+    log = tmp / f"relay{tag}-{time.monotonic_ns()}.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "muretai_cli", "relay", "serve", "--url", "http://127.0.0.1:1",
+         "--port", "0", *args],
+        stdout=subprocess.DEVNULL, stderr=log.open("wb"), cwd=ROOT, env=os.environ.copy())
+    return ServeProc(proc, log, ready_path=READY_PATHS["relay"])

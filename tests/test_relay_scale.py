@@ -10,8 +10,10 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
@@ -19,6 +21,8 @@ from muretai_cli.relay.pgnotify import PgNotifier
 from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import SigningKey
 from muretai_cli.urls import parse_base_url
+from tests.cli_helpers import run, run_json
+from tests.proc_helpers import start_relay
 from tests.relay_helpers import deposit_body, listen_body
 
 URL = parse_base_url("https://relay.example")
@@ -104,3 +108,39 @@ def test_epochs_and_acks_are_shared(pair: tuple[Relay, Relay]) -> None:
     ack = listen_body(bob, URL.origin, epoch=5) | {"ids": ["d1"]}
     assert json.loads(a.ack(json.dumps(ack).encode())[1])["acked"] == 1
     assert _listen(b, bob, wait=0, epoch=5)[1]["messages"] == []
+
+
+def test_two_relay_serve_processes_wake_each_other(pg_url: str, tmp_path: Path) -> None:
+    code, doc = run_json("db", "init", "--relay", "--db", pg_url)
+    assert code == 0 and doc["store"] == "relay"
+    procs = [start_relay(tmp_path, "--db", pg_url, tag=str(i)) for i in range(2)]
+    try:
+        a, b = (p.wait_ready() for p in procs)
+        alice, bob = SigningKey.generate(), SigningKey.generate()
+        # Listen tokens name the relay's public origin (its --url), the same for both.
+        held: list[Any] = []
+        poll = threading.Thread(target=lambda: held.append(httpx.post(
+            b.base + "/listen", json=listen_body(bob, "http://127.0.0.1:1", wait=20),
+            timeout=40)))
+        poll.start()
+        time.sleep(0.5)
+        started = time.monotonic()
+        sent = httpx.post(a.base + "/send", json=deposit_body(alice, bob, "across"), timeout=10)
+        assert sent.status_code == 200, sent.text
+        poll.join(timeout=15)
+        assert held and held[0].status_code == 200
+        assert [m["from"] for m in held[0].json()["messages"]] == [alice.did]
+        assert time.monotonic() - started < 8
+    finally:
+        for p in procs:
+            p.stop()
+
+
+def test_relay_workers_need_postgresql_and_an_initialised_schema(pg_server: str) -> None:
+    refused = run("relay", "serve", "--url", "http://127.0.0.1:1", "--port", "0",
+                  "--workers", "2")
+    assert refused.exit_code == 2 and "workers-need-postgresql" in refused.stderr
+    missing = run("relay", "serve", "--url", "http://127.0.0.1:1", "--port", "0",
+                  "--db", pg_server)  # the server's own database: no relay schema there
+    assert missing.exit_code == 2 and "muretai db init" in missing.stderr
+    assert "--relay" in missing.stderr

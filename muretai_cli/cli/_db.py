@@ -20,7 +20,10 @@ DbOpt = Annotated[str | None, typer.Option(
     "--db", envvar="MURETAI_DB", show_envvar=True,
     help="The store's database: postgresql://user@host/dbname, or a SQLite file "
          "(default: the identity's file under $MURETAI_HOME/doors).")]
-AsOpt = Annotated[str, typer.Option("--as", help="The identity whose door store this is.")]
+AsOpt = Annotated[str | None, typer.Option("--as", help="The identity whose door store this "
+                                                         "is.")]
+RelayOpt = Annotated[bool, typer.Option("--relay", help="The relay's store instead of a door's "
+                                                        "(--db as for `relay serve`).")]
 
 
 def fix_command(name: str, db: str | None) -> str:
@@ -31,67 +34,92 @@ def fix_command(name: str, db: str | None) -> str:
     return f"muretai db {{verb}}{where} --as {name}"
 
 
-def _run(verb: str, as_: str, db: str | None, keys: KeysOpt, json_out: bool) -> None:
+def _run(verb: str, as_: str | None, relay: bool, db: str | None, keys: KeysOpt,
+         json_out: bool) -> None:
     from muretai_cli.cli._out import load_identity
-    from muretai_cli.db import is_postgres_url, open_database, require, upgrade, version_of
-    from muretai_cli.inbox.store import db_path, door_namespace, door_schema
+    from muretai_cli.db import (
+        Database,
+        Schema,
+        is_postgres_url,
+        open_database,
+        redact,
+        require,
+        upgrade,
+        version_of,
+    )
+    from muretai_cli.errors import InputError
 
-    ident = load_identity(as_, keys)
-    schema = door_schema()
-    target = db or str(db_path(ident.did))
-    database = open_database(target, namespace=door_namespace(ident.did))
+    schema: Schema
+    database: Database
+    if relay == (as_ is not None):
+        raise InputError("usage", "name one store: --as NAME (a door) or --relay")
+    if relay or as_ is None:
+        from muretai_cli.relay import store as relay_store
+
+        schema = relay_store.SCHEMA
+        target = db or str(relay_store.default_db_path())
+        database = open_database(target, namespace=relay_store.NAMESPACE)
+        label, did = "relay store", None
+        fix = "muretai db {verb}" + (f" --db {redact(db)}" if db else "") + " --relay"
+    else:
+        from muretai_cli.inbox.store import db_path, door_namespace, door_schema
+
+        ident = load_identity(as_, keys)
+        schema = door_schema()
+        target = db or str(db_path(ident.did))
+        database = open_database(target, namespace=door_namespace(ident.did))
+        label, did = f"door store of {ident.name}", ident.did
+        fix = fix_command(ident.name, db)
     try:
-        if verb == "status":
-            found = version_of(database, schema)
-            before = after = found
-        else:
-            before = version_of(database, schema)
+        before = version_of(database, schema)
+        after = before
+        if verb != "status":
             if verb == "init" and 0 < before < schema.latest:
-                require(database, schema, fix=fix_command(ident.name, db))
+                require(database, schema, fix=fix)
             before, after = upgrade(database, schema)
         where = database.describe()
     finally:
         database.close()
     current = after == schema.latest
     if json_out:
-        emit_json({"ok": verb != "status" or current, "store": "door", "did": ident.did,
-                   "database": where, "backend": "postgresql" if is_postgres_url(target)
-                   else "sqlite", "schemaVersion": after, "expected": schema.latest,
+        emit_json({"ok": verb != "status" or current, "store": "relay" if relay else "door",
+                   "did": did, "database": where,
+                   "backend": "postgresql" if is_postgres_url(target) else "sqlite",
+                   "schemaVersion": after, "expected": schema.latest,
                    "previousVersion": before})
         if verb == "status" and not current:
             raise typer.Exit(1)
         return
     if verb == "status":
-        say(f"door store of {ident.name}: schema version {after} (this program: "
-            f"{schema.latest}) at {where}")
+        say(f"{label}: schema version {after} (this program: {schema.latest}) at {where}")
         if not current:
-            verb = "init" if after == 0 else "upgrade"
-            note(f"hint: {fix_command(ident.name, db).format(verb=verb)}")
+            note("hint: " + fix.format(verb="init" if after == 0 else "upgrade"))
             raise typer.Exit(1)
     elif before == after:
-        say(f"door store of {ident.name} already at schema version {after} ({where})")
+        say(f"{label} already at schema version {after} ({where})")
     else:
-        say(f"door store of {ident.name}: schema version {before} -> {after} ({where})")
+        say(f"{label}: schema version {before} -> {after} ({where})")
 
 
 @app.command("init")
 @handles_errors
-def init(as_: AsOpt, db: DbOpt = None, keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
-    """Create an identity's door store (tables at this program's schema version)."""
-    _run("init", as_, db, keys, json_out)
+def init(as_: AsOpt = None, relay: RelayOpt = False, db: DbOpt = None, keys: KeysOpt = None,
+         json_out: JsonOpt = False) -> None:
+    """Create a store (an identity's door, or the relay) at this program's schema version."""
+    _run("init", as_, relay, db, keys, json_out)
 
 
 @app.command("upgrade")
 @handles_errors
-def upgrade_cmd(as_: AsOpt, db: DbOpt = None, keys: KeysOpt = None,
-                json_out: JsonOpt = False) -> None:
-    """Bring an identity's door store to this program's schema version."""
-    _run("upgrade", as_, db, keys, json_out)
+def upgrade_cmd(as_: AsOpt = None, relay: RelayOpt = False, db: DbOpt = None,
+                keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
+    """Bring a store to this program's schema version."""
+    _run("upgrade", as_, relay, db, keys, json_out)
 
 
 @app.command("status")
 @handles_errors
-def status(as_: AsOpt, db: DbOpt = None, keys: KeysOpt = None,
-           json_out: JsonOpt = False) -> None:
-    """Show the store's schema version (exit 1 when it is not this program's)."""
-    _run("status", as_, db, keys, json_out)
+def status(as_: AsOpt = None, relay: RelayOpt = False, db: DbOpt = None,
+           keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
+    """Show a store's schema version (exit 1 when it is not this program's)."""
+    _run("status", as_, relay, db, keys, json_out)

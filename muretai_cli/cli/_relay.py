@@ -110,10 +110,9 @@ def serve(
     def run(worker: int) -> None:
         own = store if workers == 1 else RelayStore.open(db, durable=durable, create=False)
         notifier = None
-        if shared:
+        if shared and db is not None:
             from muretai_cli.relay.pgnotify import PgNotifier
 
-            assert db is not None  # shared means a PostgreSQL URL was given
             notifier = PgNotifier(db, own.db)
         relay = Relay(config, own, notifier=notifier)
         server_on(build_app(relay), config, sock, host=host, http=http).run(sockets=[sock])
