@@ -1,6 +1,7 @@
 """Bench: the price of sharing. Accepted signed messages per second, and CPU per accepted
 message (door processes plus PostgreSQL's own), for one ``muretai serve`` on SQLite, one on
-PostgreSQL, and two (``--workers 2``) on PostgreSQL, side by side in one run.
+PostgreSQL, and two (``--workers 2``) on PostgreSQL, side by side in one run; then relay
+deposits per second (``muretai relay serve``) the same three ways.
 
 PostgreSQL is a throwaway server started by ``.ci/pg start --durable`` (its defaults:
 fsync and synchronous_commit on, so each commit waits for the disk, several commits
@@ -32,10 +33,50 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from door import client, cpu_seconds, request_bytes  # type: ignore[import-not-found]  # noqa: E402
+from door import cpu_seconds, read_response, request_bytes  # type: ignore[import-not-found]  # noqa: E402
 
 from muretai_cli.artifacts.message import build_message, build_message_send  # noqa: E402
-from muretai_cli.seam import SigningKey, sign_envelope  # noqa: E402
+from muretai_cli.seam import (  # noqa: E402
+    SigningKey,
+    seal_box,
+    sign_envelope,
+    sign_relay_send,
+)
+
+
+def client(port: int, requests: list[bytes], latencies: list[float], outcomes: list[int],
+           ok: bytes = b'"result"') -> None:
+    """Send ``requests`` one after another on one keep-alive connection; 1 per 200 + ``ok``."""
+    import socket
+
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    buf = bytearray()
+    for raw in requests:
+        started = time.perf_counter()
+        sock.sendall(raw)
+        status, body = read_response(sock, buf)
+        latencies.append(time.perf_counter() - started)
+        outcomes.append(1 if status == 200 and ok in body else 0)
+    sock.close()
+
+
+def relay_bodies(count: int, senders: int) -> list[bytes]:
+    """Pre-signed sealed deposits from ``senders`` senders into as many mailboxes."""
+    keys = [SigningKey.generate() for _ in range(senders)]
+    boxes = [SigningKey.generate() for _ in range(senders)]
+    out = []
+    for i in range(count):
+        sender, to = keys[i % senders], boxes[(i * 7) % senders]
+        blob = seal_box(sender, to.enc_pub, f"scale deposit {i}".encode(), ad=b"")
+        deposit_id = f"d-{i}"
+        body = {"to": to.did, "from": sender.did, "from_enc": sender.enc_pub, "id": deposit_id,
+                "blob": blob, "sig": sign_relay_send(sender, to=to.did, deposit_id=deposit_id,
+                                                     blob=blob)}
+        raw = json.dumps(body, separators=(",", ":")).encode()
+        out.append(b"POST /send HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                   b"\r\nContent-Length: " + str(len(raw)).encode() + b"\r\n\r\n" + raw)
+    return out
 
 
 def tree(pid: int) -> set[int]:
@@ -91,18 +132,27 @@ def muretai(env: dict[str, str], *args: str) -> None:
 
 
 def run_case(label: str, *, db: str | None, workers: int, pg_pid: int | None,
-             args: argparse.Namespace) -> dict[str, object]:
+             args: argparse.Namespace, relay: bool = False) -> dict[str, object]:
     home = tempfile.mkdtemp(prefix="muretai-scale-")
     env = {**os.environ, "MURETAI_HOME": home}
-    muretai(env, "id", "new", "door")
-    door_did = json.loads(Path(home, "keys", "door.key").read_text())["did"]
     extra = ["--db", db] if db else []
-    if db:
-        muretai(env, "db", "init", "--as", "door", *extra)
-    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "serve", "--as", "door",
-                             "--url", "http://127.0.0.1", "--port", "0", "--dm-policy", "open",
-                             "--rate-per-sender", "0", "--rate-total", "0",
-                             "--workers", str(workers), *extra],
+    if relay:
+        if db:
+            muretai(env, "db", "init", "--relay", *extra)
+        command = ["relay", "serve", "--url", "http://127.0.0.1", "--port", "0",
+                   "--rate-per-sender", "0", "--rate-per-mailbox", "0", "--max-waiting",
+                   "100000"]
+        if workers > 1:
+            command += ["--workers", str(workers)]
+    else:
+        muretai(env, "id", "new", "door")
+        door_did = json.loads(Path(home, "keys", "door.key").read_text())["did"]
+        if db:
+            muretai(env, "db", "init", "--as", "door", *extra)
+        command = ["serve", "--as", "door", "--url", "http://127.0.0.1", "--port", "0",
+                   "--dm-policy", "open", "--rate-per-sender", "0", "--rate-total", "0",
+                   "--workers", str(workers)]
+    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", *command, *extra],
                             env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             cwd=ROOT)
     try:
@@ -115,26 +165,30 @@ def run_case(label: str, *, db: str | None, workers: int, pg_pid: int | None,
             found = re.search(r"listening on http://[0-9.]+:([0-9]+)", line)
             port = int(found.group(1)) if found else 0
         threading.Thread(target=proc.stderr.read, daemon=True).start()
-        senders = [SigningKey.generate() for _ in range(args.senders)]
-        now = int(time.time())
-        bodies = []
-        for i in range(args.messages + args.warmup):
-            env_ = sign_envelope(senders[i % len(senders)], to=door_did,
-                                 text=f"scale message {i}: hello door", timestamp=now,
-                                 context_id=f"c-{i % 97}")
-            bodies.append(request_bytes(json.dumps(build_message_send(build_message(env_), i),
-                                                   separators=(",", ":")).encode()))
+        ok = b'"queued":true' if relay else b'"result"'
+        if relay:
+            bodies = relay_bodies(args.messages + args.warmup, args.senders)
+        else:
+            senders = [SigningKey.generate() for _ in range(args.senders)]
+            now = int(time.time())
+            bodies = []
+            for i in range(args.messages + args.warmup):
+                env_ = sign_envelope(senders[i % len(senders)], to=door_did,
+                                     text=f"scale message {i}: hello door", timestamp=now,
+                                     context_id=f"c-{i % 97}")
+                bodies.append(request_bytes(json.dumps(
+                    build_message_send(build_message(env_), i), separators=(",", ":")).encode()))
         warm, load = bodies[:args.warmup], bodies[args.warmup:]
-        for _ in range(50):  # the door answers once uvicorn is up in every worker
+        for _ in range(50):  # the server answers once uvicorn is up in every worker
             try:
-                client(port, warm[:1], [], [])
+                client(port, warm[:1], [], [], ok)
                 break
             except OSError:
                 time.sleep(0.1)
-        client(port, warm[1:], [], [])
+        client(port, warm[1:], [], [], ok)
         shards = [load[i::args.clients] for i in range(args.clients)]
         per: list[tuple[list[float], list[int]]] = [([], []) for _ in shards]
-        threads = [threading.Thread(target=client, args=(port, s, lat, out))
+        threads = [threading.Thread(target=client, args=(port, s, lat, out, ok))
                    for s, (lat, out) in zip(shards, per, strict=True)]
         doors = tree(proc.pid)
         pg = tree(pg_pid) if pg_pid else set()
@@ -177,10 +231,15 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--senders", type=int, default=400)
     parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--no-relay", action="store_true", help="doors only")
     parser.add_argument("--pg-async", action="store_true",
                         help="also two workers on PostgreSQL with synchronous_commit=off")
     args = parser.parse_args()
     rows = [run_case("1 process, SQLite", db=None, workers=1, pg_pid=None, args=args)]
+    relay_rows = []
+    if not args.no_relay:
+        relay_rows.append(run_case("relay: 1 process, SQLite", db=None, workers=1,
+                                   pg_pid=None, args=args, relay=True))
     env, pg_pid = start_pg(durable_commit=True)
     try:
         url = env["MURETAI_TEST_PG"]
@@ -188,6 +247,11 @@ def main() -> None:
                              args=args))
         rows.append(run_case("2 processes, PostgreSQL", db=url, workers=2, pg_pid=pg_pid,
                              args=args))
+        if not args.no_relay:
+            for n in (1, 2):
+                relay_rows.append(run_case(f"relay: {n} process{'es' if n > 1 else ''}, "
+                                           "PostgreSQL", db=url, workers=n, pg_pid=pg_pid,
+                                           args=args, relay=True))
     finally:
         stop_pg(env)
     if args.pg_async:
@@ -202,6 +266,7 @@ def main() -> None:
     summary = {
         "bench": "scale",
         "rows": rows,
+        "relay_rows": relay_rows,
         "two_pg_over_one_sqlite": round(float(two["accepted_per_s"])  # type: ignore[arg-type]
                                         / float(base["accepted_per_s"]), 2),  # type: ignore[arg-type]
         "cpu_two_pg_over_one_sqlite": round(float(two["cpu_ms_per_accepted"])  # type: ignore[arg-type]
