@@ -200,16 +200,16 @@ def serve(
 
     told = arrivals(json_out)
 
-    def run(worker: int) -> None:
+    def prepare() -> uvicorn.Server:
         door = Door(signing_key, config, store if workers == 1
                     else open_store(ident, db, durable=durable), on_event=told)
-        app = build_app(door)
-        uvicorn.Server(server_config(app, host=host, port=bound[1], http=http,
-                                     slow_seconds=config.slow_seconds,
-                                     max_connections=config.max_connections,
-                                     max_per_client=config.max_per_client,
-                                     idle_seconds=config.idle_seconds)).run(sockets=[sock])
+        return uvicorn.Server(server_config(
+            build_app(door), host=host, port=bound[1], http=http,
+            slow_seconds=config.slow_seconds, max_connections=config.max_connections,
+            max_per_client=config.max_per_client, idle_seconds=config.idle_seconds))
 
+    # One process: built before "listening" is said (the socket queues until uvicorn accepts).
+    single = prepare() if workers == 1 else None
     note(f"listening on http://{shown}:{bound[1]} as {ident.did}"
          + (f" ({workers} workers)" if workers > 1 else ""))
     note(f"card: {base.join('/.well-known/agent-card.json')} (policy {dm_policy}, db {where})")
@@ -217,12 +217,12 @@ def serve(
         emit_json_line({"ok": True, "event": "listening", "time": int(time.time()),
                         "address": f"http://{shown}:{bound[1]}", "url": base.text,
                         "did": ident.did, "policy": dm_policy, "workers": workers})
-    if workers == 1:
-        run(0)
+    if single is not None:
+        single.run(sockets=[sock])
         return
     from muretai_cli.workers import run_workers
 
-    raise typer.Exit(run_workers(workers, run, log=note))
+    raise typer.Exit(run_workers(workers, lambda _: prepare().run(sockets=[sock]), log=note))
 
 
 def arrivals(json_out: bool) -> Callable[[dict[str, Any]], None]:

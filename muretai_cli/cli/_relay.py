@@ -6,12 +6,15 @@ import time.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from muretai_cli.cli._out import handles_errors, note, safe
 from muretai_cli.errors import InputError
+
+if TYPE_CHECKING:
+    import uvicorn
 
 app = typer.Typer(no_args_is_help=True, help="Run a blind relay: sealed DMs for many DIDs.")
 
@@ -107,7 +110,7 @@ def serve(
     bound = sock.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
 
-    def run(worker: int) -> None:
+    def prepare() -> uvicorn.Server:
         own = store if workers == 1 else RelayStore.open(db, durable=durable, create=False)
         notifier = None
         if shared and db is not None:
@@ -115,14 +118,17 @@ def serve(
 
             notifier = PgNotifier(db, own.db)
         relay = Relay(config, own, notifier=notifier)
-        server_on(build_app(relay), config, sock, host=host, http=http).run(sockets=[sock])
+        return server_on(build_app(relay), config, sock, host=host, http=http)
 
+    # One process: everything is built before "listening" is said, so a client that acts
+    # on that line meets a server about to accept (the socket queues until it does).
+    single = prepare() if workers == 1 else None
     note(f"relay listening on http://{shown}:{bound[1]} for {base.text} "
          f"(tokens name {base.origin}; db {where})"
          + (f" ({workers} workers)" if workers > 1 else ""))
-    if workers == 1:
-        run(0)
+    if single is not None:
+        single.run(sockets=[sock])
         return
     from muretai_cli.workers import run_workers
 
-    raise typer.Exit(run_workers(workers, run, log=note))
+    raise typer.Exit(run_workers(workers, lambda _: prepare().run(sockets=[sock]), log=note))
