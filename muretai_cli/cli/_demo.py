@@ -251,6 +251,11 @@ def conversation_part(demo: Demo) -> None:
                  show=False)
     carol = demo.did_of("carol")
     bob = demo.did_of("bob")
+    made = demo.run("they meet first: carol signs an invite (one use, a week)", "invite",
+                    "create", "--as", "carol", "--json", show=False)
+    text = str(json.loads(made.stdout or "{}").get("text", ""))
+    demo.run("bob joins it: verified, carol kept as his contact, the claim sealed to her relay",
+             "join", text, "--as", "bob")
     demo.run("bob writes to carol: sealed to her key, queued at the relay", "op", "--as",
              "bob", "dm", carol, "Lunch on Thursday?", "--relay", relay)
     demo.run("carol lets strangers straight in (her policy)", "op", "--as", "carol",
