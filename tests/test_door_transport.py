@@ -87,7 +87,7 @@ def test_malformed_framing_gets_400_or_404(http: str) -> None:
         resp = raw_exchange(door.origin, b"POST http://elsewhere.example/ HTTP/1.1\r\nHost: x\r\n"
                                          b"Content-Length: 2\r\n\r\n{}")
         assert status_of(resp) == 404
-        # endless headers are cut at a bound (16 KiB h11, 64 KiB ours), not buffered forever
+        # endless headers are cut at a bound (16 KiB), not buffered forever
         resp = raw_exchange(door.origin, b"GET / HTTP/1.1\r\nHost: x\r\nX-A: " + b"a" * 70000)
         assert status_of(resp) == 400
 
@@ -172,3 +172,25 @@ def test_arbitrary_bodies_always_get_an_answer() -> None:
             run()
         finally:
             client.close()
+
+
+@each_protocol
+def test_an_empty_query_string_is_a_query_string_too(http: str) -> None:
+    with live_door("open", http=http) as door:
+        body = json.dumps(send_request(SigningKey.generate(), door.did)).encode()
+        for target in (b"/?", b"/?x=1"):
+            resp = raw_exchange(door.origin, b"POST " + target + b" HTTP/1.1\r\nHost: x\r\n"
+                                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+                                + body)
+            assert status_of(resp) == 404, (target, resp[:60])
+
+
+@each_protocol
+def test_a_head_over_16_kib_in_one_read_is_400(http: str) -> None:
+    with live_door("open", http=http) as door:
+        head = (b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\nX-A: "
+                + b"a" * 20000 + b"\r\n\r\n")
+        assert status_of(raw_exchange(door.origin, head)) == 400
+        small = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\nX-A: a\r\n\r\n"
+        assert status_of(raw_exchange(door.origin, small)) == 200
+

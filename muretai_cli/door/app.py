@@ -31,6 +31,7 @@ from muretai_cli.transport.asgi import (
     Scope,
     Send,
     answer,
+    has_query,
     read_body,
 )
 from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH, LEGACY_CARD_PATH
@@ -89,7 +90,7 @@ class DoorHTTP:
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("raw_path") or scope["path"].encode()
         method = scope["method"]
-        if scope.get("query_string"):
+        if has_query(scope):
             await answer(send, *_plain(404, "not found"))
             return
         kind = self.cards.get(path)

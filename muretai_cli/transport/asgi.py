@@ -18,6 +18,13 @@ Send = Callable[[Message], Awaitable[None]]
 Headers = tuple[tuple[bytes, bytes], ...]
 
 STARTED = "muretai.request_started"  # scope key: when the server began awaiting this request
+# scope key: the request-target carried a '?' (uvicorn drops an empty query string: "/?")
+HAS_QUERY = "muretai.has_query"
+
+
+def has_query(scope: Scope) -> bool:
+    """Whether the request-target had a query part, even an empty one."""
+    return bool(scope.get("query_string") or scope.get(HAS_QUERY))
 
 
 class BodyRefused(Exception):

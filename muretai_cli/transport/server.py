@@ -3,7 +3,8 @@
 - The request line and headers must arrive within ``slow_seconds`` of the server starting
   to wait for them (408, then close); the time they took counts against the body too
   (``asgi.STARTED``).
-- Headers over ``MAX_HEADER_BYTES`` are 400 on the httptools parser (h11 has its own bound).
+- A request line and headers over ``MAX_HEADER_BYTES`` (16 KiB) are 400 on both parsers,
+  whether they arrive in one read or many.
 - A response's head and body leave in one ``send`` (``_Coalescing``).
 - Admission (``Admission``): at most ``max_connections`` open connections, at most
   ``max_per_client`` from one peer address. A newcomer past the total evicts the connection
@@ -32,14 +33,14 @@ except ImportError:  # pragma: no cover - httptools is optional for uvicorn
     HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
 
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
-from muretai_cli.transport.asgi import STARTED
+from muretai_cli.transport.asgi import HAS_QUERY, STARTED
 
 if TYPE_CHECKING:
     import socket
 
     import uvicorn
 
-MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_BYTES = 16 * 1024  # request line and headers, on both parsers
 EVICT_IDLE_AFTER = 0.25  # younger idle connections are likely about to send their request
 _TIMEOUT_BODY = b'{"error":"request headers did not arrive in time"}'
 _TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
@@ -219,21 +220,48 @@ class _HeaderDeadline:
 class SlowAwareH11(_Admitted, _HeaderDeadline, H11Protocol):
     """uvicorn's h11 protocol, plus a deadline for the request line and headers (408)."""
 
+    _header_bytes = 0
+    _queried = False
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
         self._open()
+        next_event = self.conn.next_event
+
+        def noting_queries() -> Any:  # h11 keeps the target; uvicorn drops an empty "?"
+            event = next_event()
+            if isinstance(event, h11.Request):
+                self._queried = b"?" in event.target
+            return event
+
+        self.conn.next_event = noting_queries  # type: ignore[method-assign]
         self._watch_headers()
 
     def data_received(self, data: bytes) -> None:
         self._got_data()
+        if self.conn.their_state is h11.IDLE:  # h11 bounds only a head split over reads
+            end = data.find(b"\r\n\r\n")
+            self._header_bytes += len(data) if end < 0 else end
+            if self._header_bytes > MAX_HEADER_BYTES:
+                self._stop_header_timer()
+                self.send_400_response("Request headers too large.")
+                return
         super().data_received(data)
+        self._mark_query()
         self._watch_headers()
 
     def on_response_complete(self) -> None:
+        self._header_bytes = 0
         super().on_response_complete()
+        self._mark_query()
         if self.conn.their_state is h11.IDLE and not self.conn.trailing_data[0]:
             self._now_waiting()
         self._watch_headers()
+
+    def _mark_query(self) -> None:
+        if self._queried and self.scope is not None:
+            self.scope[HAS_QUERY] = True  # type: ignore[literal-required]
+            self._queried = False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
@@ -284,6 +312,8 @@ class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
         self._stop_header_timer()
         super().on_headers_complete()
         self.scope[STARTED] = self._started  # type: ignore[literal-required]
+        if b"?" in self.url:
+            self.scope[HAS_QUERY] = True  # type: ignore[literal-required]
         if not self.url.startswith(b"/"):
             self.scope["raw_path"] = self.url  # absolute form: answers no route
 
