@@ -18,6 +18,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from muretai_cli.db import DatabaseUnavailable
@@ -134,14 +135,22 @@ def _int(doc: dict[str, Any], name: str, *, low: int, high: int) -> int:
     return value
 
 
-def _did(doc: dict[str, Any], name: str) -> str:
-    did = _str(doc, name)
+@lru_cache(maxsize=65536)
+def _did_problem(did: str) -> str | None:
+    """Why ``did`` is not an Ed25519 did:key, or None. Cached: base58 is costly in Python,
+    and the same DIDs deposit and listen again and again."""
     try:
         curve, _ = public_from_did(did)
     except MuretaiError as exc:
-        _malformed(f"{name} is not a did:key ({exc.detail})")
-    if curve != "ed25519":
-        _malformed(f"{name} must be an Ed25519 did:key")
+        return f"not a did:key ({exc.detail})"
+    return None if curve == "ed25519" else "not an Ed25519 did:key"
+
+
+def _did(doc: dict[str, Any], name: str) -> str:
+    did = _str(doc, name)
+    problem = _did_problem(did)
+    if problem is not None:
+        _malformed(f"{name} is {problem}")
     return did
 
 
@@ -329,15 +338,13 @@ class Relay:
 
     def get_card(self, did: str) -> Answer:
         """``GET <path>/card/<did>``: the stored envelope, unverified by the reader's lights."""
-        try:
-            curve, _ = public_from_did(did)
-        except MuretaiError:
+        if _did_problem(did) is not None:
             return refusal_answer(404, "not-found", "no card for that DID")
         try:
             stored = self.store.card(did)
         except DatabaseUnavailable:
             return _unavailable()
-        if stored is None or curve != "ed25519":
+        if stored is None:
             return refusal_answer(404, "not-found", "no card for that DID")
         return 200, stored.encode(), JSON_HEADERS
 
