@@ -70,8 +70,11 @@ def test_kill_9_delivers_every_queued_deposit_once(tmp_path: Path) -> None:
         threads = [threading.Thread(target=deposit_until_killed, args=(s,)) for s in senders]
         for thread in threads:
             thread.start()
-        while len(queued) < 40:
+        give_up = time.monotonic() + 60  # a stalled relay fails the test, never hangs the run
+        while len(queued) < 40 and any(t.is_alive() for t in threads):
+            assert time.monotonic() < give_up, "the relay queued fewer than 40 deposits in 60 s"
             time.sleep(0.005)
+        assert len(queued) >= 40, "every sender stopped before 40 deposits were queued"
         os.kill(proc.pid, signal.SIGKILL)  # mid-stream: no shutdown, no checkpoint
         for thread in threads:
             thread.join(timeout=20)
