@@ -44,6 +44,21 @@ def test_both_directions_by_conversation(store: DoorStore) -> None:
     assert store.deposit_seen(PEER, "d-1") and not store.deposit_seen(PEER, "d-2")
 
 
+def test_a_reply_in_the_same_second_comes_after_what_it_answers(store: DoorStore) -> None:
+    # seconds are coarse: the answer arrives in the second the question left, and an
+    # answer to the answer in that second too; the reply chain orders them
+    store.record_sent(peer=PEER, message={"messageId": "m-out", "contextId": "c-1",
+                                          "text": "question", "timestamp": NOW},
+                      channel="relay", state="queued", now=NOW, address="https://r")
+    assert store.accept(env("m-in", "answer", channel="relay", replyTo="m-out"), NOW)
+    store.record_sent(peer=PEER, message={"messageId": "m-out2", "contextId": "c-1",
+                                          "text": "thanks", "timestamp": NOW},
+                      channel="relay", state="queued", now=NOW, address="https://r",
+                      reply_to="m-in")
+    assert [m["text"] for m in store.conversation(peer=PEER)] == [
+        "question", "answer", "thanks"]
+
+
 def test_relayed_deposits_are_shown_once(store: DoorStore) -> None:
     assert store.accept(env("m-1", "one", channel="relay", depositId="d-1"), NOW)
     store.record_refused(PEER, "d-2", "cannot-open", "no", NOW)

@@ -700,6 +700,20 @@ class DoorStore:
         keys = ("direction", "peer", "messageId", "contextId", "text", "timestamp",
                 "received", "verified", "channel", "replyTo", "state", "approved")
         items = [dict(zip(keys, r[:12], strict=True)) for r in rows]
+        # Timestamps are whole seconds: a reply received in the second its parent was sent
+        # must still come after it. A message's depth in its reply chain breaks such ties.
+        parent = {m["messageId"]: m["replyTo"] for m in items}
+        depth: dict[str, int] = {}
+        for item in items:
+            chain: list[str] = []
+            cur = item["messageId"]
+            while cur in parent and cur not in depth and cur not in chain:
+                chain.append(cur)
+                cur = parent[cur]
+            base = depth.get(cur, -1) if cur in parent else -1
+            for offset, mid in enumerate(reversed(chain), start=1):
+                depth[mid] = base + offset
+        items.sort(key=lambda m: (m["received"], depth[m["messageId"]]))
         last: dict[Any, int] = {}
         for index, item in enumerate(items):
             item["verified"] = bool(item["verified"])
