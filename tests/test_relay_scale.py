@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -144,3 +146,60 @@ def test_relay_workers_need_postgresql_and_an_initialised_schema(pg_server: str)
                   "--db", pg_server)  # the server's own database: no relay schema there
     assert missing.exit_code == 2 and "muretai db init" in missing.stderr
     assert "--relay" in missing.stderr
+
+
+def test_kill_9_of_one_relay_process_loses_nothing_queued_and_stores_nothing_twice(
+        pg_url: str, tmp_path: Path) -> None:
+    assert run_json("db", "init", "--relay", "--db", pg_url)[0] == 0
+    procs = [start_relay(tmp_path, "--db", pg_url, "--rate-per-sender", "0",
+                         "--rate-per-mailbox", "0", tag=str(i)) for i in range(2)]
+    try:
+        a, b = (p.wait_ready() for p in procs)
+        senders = [SigningKey.generate() for _ in range(3)]
+        bob = SigningKey.generate()
+        queued: list[str] = []
+        lock = threading.Lock()
+
+        def deposit(sender: SigningKey) -> None:
+            with httpx.Client(timeout=10) as client:
+                for i in range(150):
+                    body = deposit_body(sender, bob, f"{i}")
+                    # round robin; a deposit whose relay died goes to the survivor (the
+                    # same id and blob: stored once if the dead one had committed it)
+                    for target in ((a, b) if i % 2 == 0 else (b, a)):
+                        try:
+                            resp = client.post(target.base + "/send", json=body)
+                        except httpx.TransportError:
+                            continue
+                        if resp.status_code == 200 and resp.json().get("queued") is True:
+                            with lock:
+                                queued.append(body["id"])
+                        break
+
+        threads = [threading.Thread(target=deposit, args=(s,)) for s in senders]
+        for thread in threads:
+            thread.start()
+        give_up = time.monotonic() + 60
+        while len(queued) < 60 and any(t.is_alive() for t in threads):
+            assert time.monotonic() < give_up, "fewer than 60 deposits queued in 60 s"
+            time.sleep(0.005)
+        os.kill(a.proc.pid, signal.SIGKILL)  # mid-stream, with deposits in flight
+        for thread in threads:
+            thread.join(timeout=60)
+        assert a.proc.wait(timeout=10) == -signal.SIGKILL
+        assert len(queued) == len(senders) * 150, "a deposit was refused by the survivor"
+        seen: list[str] = []
+        for epoch in range(1, 100):
+            body = listen_body(bob, "http://127.0.0.1:1", epoch=epoch, wait=0)
+            doc = httpx.post(b.base + "/listen", json=body, timeout=10).json()
+            ids = [m["id"] for m in doc["messages"]]
+            seen += ids
+            assert httpx.post(b.base + "/ack", json=body | {"ids": ids},
+                              timeout=10).json() == {"acked": len(ids)}
+            if not doc["more"]:
+                break
+        assert len(seen) == len(set(seen)), "a deposit was stored twice"
+        assert set(seen) == set(queued), "a queued deposit was lost"
+    finally:
+        for p in procs:
+            p.stop()
