@@ -55,6 +55,30 @@ def test_a_newer_schema_is_refused_with_what_to_do(pg_url: str) -> None:
     assert result.exit_code == 2 and "unknown-schema" in result.stderr
 
 
+def test_invite_tables_are_the_door_schema_s_and_never_created_by_a_command(pg_url: str
+                                                                             ) -> None:
+    did = new_identity("dave")
+    schema = door_namespace(did)
+    assert run_json("db", "init", "--as", "dave", "--db", pg_url)[0] == 0
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        found = {r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema=%s",
+            (schema,))}
+        assert {"invites", "invite_claims", "contacts"} <= found
+        # a database left by the release before invites: version 4, no invite tables
+        for table in ("invites", "invite_claims", "contacts"):
+            conn.execute(f'DROP TABLE "{schema}".{table}')
+        conn.execute(f'UPDATE "{schema}".muretai_schema SET version = 4 WHERE store = %s',
+                     ("door",))
+    code, doc = run_json("invite", "list", "--as", "dave", "--db", pg_url)
+    assert code == 2 and doc["error"] == "old-schema", doc
+    assert "muretai db upgrade" in doc["hint"]
+    code, doc = run_json("db", "upgrade", "--as", "dave", "--db", pg_url)
+    assert code == 0 and (doc["previousVersion"], doc["schemaVersion"]) == (4, 5)
+    assert run_json("invite", "list", "--as", "dave", "--db", pg_url) == (
+        0, {"ok": True, "as": "dave", "invites": []})
+
+
 def test_a_lost_database_is_503_then_the_door_reconnects(pg_url: str) -> None:
     with live_door("open", db=pg_url) as door:
         alice = SigningKey.generate()

@@ -339,3 +339,22 @@ def test_a_relayed_claim_must_be_deposited_by_its_signer() -> None:
     assert _state(ines, jo)[:2] == (None, None)
     assert deposit(jo, "d2") == "joined"
     assert _state(ines, jo)[1] == "allowed"
+
+
+def test_a_sqlite_file_whose_invite_tables_came_first_upgrades_in_place(tmp_path: Any) -> None:
+    # the release before kept the invite tables apart (created on first use): a file at
+    # door version 4 that already holds them reaches version 5 with its invites intact
+    import sqlite3
+
+    path = tmp_path / "door.sqlite3"
+    store = DoorStore(path)
+    InviteStore(store.db).add({"nonce": "n-1", "name": "a"}, uses=1, exp=2**40, now=1)
+    store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE muretai_schema SET version=4 WHERE store='door'")
+    store = DoorStore(path)
+    try:
+        assert [r.nonce for r in InviteStore(store.db).invites()] == ["n-1"]
+        assert store.db.one("SELECT version FROM muretai_schema WHERE store='door'") == (5,)
+    finally:
+        store.close()

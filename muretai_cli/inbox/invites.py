@@ -1,7 +1,7 @@
 """Invites an identity issued, and the contacts invites made, in the identity's own database.
 
-A store of its own (``invites``, versioned apart from the door's tables) on the same database
-as the identity's ``DoorStore``: SQLite file or PostgreSQL schema alike. All its SQL is here.
+Tables of the identity's door store (``DoorStore``, whose schema creates them: version 5),
+on its SQLite file or PostgreSQL schema alike. All their SQL is here.
 
     invites   nonce, the signed card, uses, used, exp, created, revoked
     claims    one row per (nonce, joiner): what counts a use (a retried claim counts once)
@@ -21,28 +21,20 @@ from typing import TYPE_CHECKING, Any
 from muretai_cli.errors import InputError, Refused
 
 if TYPE_CHECKING:
-    from muretai_cli.db import Database, Schema, Tx
+    from muretai_cli.db import Database, Tx
 
-_V1 = """
-CREATE TABLE invites (
+# The door schema's version 5 (``inbox.store.door_schema``). ``IF NOT EXISTS``: a database
+# written by an earlier release already holds these tables (they were created apart then).
+INVITE_TABLES = """
+CREATE TABLE IF NOT EXISTS invites (
   nonce TEXT PRIMARY KEY, card TEXT NOT NULL, uses {int} NOT NULL, used {int} NOT NULL DEFAULT 0,
   exp {int} NOT NULL, created {int} NOT NULL, revoked {int});
-CREATE TABLE invite_claims (
+CREATE TABLE IF NOT EXISTS invite_claims (
   nonce TEXT NOT NULL, joiner TEXT NOT NULL, at {int} NOT NULL, PRIMARY KEY (nonce, joiner));
-CREATE TABLE contacts (
+CREATE TABLE IF NOT EXISTS contacts (
   did TEXT PRIMARY KEY, name TEXT NOT NULL, relay TEXT, enc_pub TEXT, url TEXT,
   since {int} NOT NULL, how TEXT NOT NULL)
 """
-
-
-# Databases whose invites schema this process already brought up to date.
-_READY: set[str] = set()
-
-
-def invite_schema() -> Schema:
-    from muretai_cli.db import Schema
-
-    return Schema("invites", (_V1,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,18 +76,11 @@ class Contact:
 
 
 class InviteStore:
-    """The invites, claims and contacts of one identity, on its database (created on first
-    open in a process; the upgrade is one exclusive transaction, so racing openers apply it
-    once)."""
+    """The invites, claims and contacts of one identity, on its door store's database
+    (``DoorStore.db``: its schema holds these tables)."""
 
     def __init__(self, db: Database) -> None:
-        from muretai_cli.db import upgrade
-
         self.db = db
-        where = db.describe()
-        if where not in _READY:
-            upgrade(db, invite_schema())
-            _READY.add(where)
 
     def add(self, card: dict[str, Any], *, uses: int, exp: int, now: int) -> InviteRow:
         if isinstance(uses, bool) or not isinstance(uses, int) or uses < 1:

@@ -142,9 +142,11 @@ CREATE TABLE relayed (
 
 def door_schema() -> Schema:
     from muretai_cli.db import Schema
+    from muretai_cli.inbox.invites import INVITE_TABLES
 
+    # Version 5: invites, their claims, and the contacts they made.
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
-                           {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4))
+                           {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4, INVITE_TABLES))
 
 
 SenderStatus = Literal["allowed", "blocked", "approved", "rejected"]
