@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from door import cpu_seconds, read_response, request_bytes  # type: ignore[import-not-found]  # noqa: E402
+from door import client, cpu_seconds, request_bytes  # type: ignore[import-not-found]  # noqa: E402
 
 from muretai_cli.artifacts.message import build_message, build_message_send  # noqa: E402
 from muretai_cli.seam import (  # noqa: E402
@@ -42,23 +42,6 @@ from muretai_cli.seam import (  # noqa: E402
     sign_envelope,
     sign_relay_send,
 )
-
-
-def client(port: int, requests: list[bytes], latencies: list[float], outcomes: list[int],
-           ok: bytes = b'"result"') -> None:
-    """Send ``requests`` one after another on one keep-alive connection; 1 per 200 + ``ok``."""
-    import socket
-
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    buf = bytearray()
-    for raw in requests:
-        started = time.perf_counter()
-        sock.sendall(raw)
-        status, body = read_response(sock, buf)
-        latencies.append(time.perf_counter() - started)
-        outcomes.append(1 if status == 200 and ok in body else 0)
-    sock.close()
 
 
 def relay_bodies(count: int, senders: int) -> list[bytes]:
