@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
 from muretai_cli.relay.app import build_app
 from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
 from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import SigningKey, seal_box, sign_listen_token, sign_relay_send
+from muretai_cli.transport.server import bind, server_config
 from muretai_cli.urls import parse_base_url
 from tests.servers import run_uvicorn
 
@@ -27,6 +26,10 @@ from tests.servers import run_uvicorn
 class LiveRelay:
     url: str  # the relay's URL as clients are given it
     relay: Relay
+
+    @property
+    def port(self) -> int:
+        return int(self.url.split(":")[2].split("/")[0])  # always http://127.0.0.1:PORT...
 
     @property
     def origin(self) -> str:
@@ -72,14 +75,20 @@ def listen_body(key: SigningKey, origin: str, *, epoch: int = 1, wait: float | N
 
 @contextmanager
 def live_relay(db: Path | str, *, path: str = "", url: str | None = None,
+               slow_seconds: float = 10.0, max_connections: int = 1000,
+               max_per_client: int = 100, idle_seconds: float = 5.0,
                **limits: Any) -> Iterator[LiveRelay]:
-    """A relay on an ephemeral port; ``url`` may spell its own URL another way (``{port}``)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    """A relay on an ephemeral port, served by the shared transport as ``relay serve`` does;
+    ``url`` may spell its own URL another way (``{port}``)."""
+    sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     own = (url or "http://127.0.0.1:{port}" + path).format(port=port)
-    relay = Relay(RelayConfig(parse_base_url(own, require_https=False), RelayLimits(**limits)),
-                  RelayStore.open(db))
-    config = uvicorn.Config(build_app(relay), log_level="warning", lifespan="on")
-    with run_uvicorn(config, sock):
+    config = RelayConfig(parse_base_url(own, require_https=False), RelayLimits(**limits),
+                         slow_seconds=slow_seconds, max_connections=max_connections,
+                         max_per_client=max_per_client, idle_seconds=idle_seconds)
+    relay = Relay(config, RelayStore.open(db))
+    with run_uvicorn(server_config(build_app(relay), host="127.0.0.1", port=port,
+                                   slow_seconds=slow_seconds, max_connections=max_connections,
+                                   max_per_client=max_per_client, idle_seconds=idle_seconds),
+                     sock):
         yield LiveRelay(f"http://127.0.0.1:{port}{path}", relay)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -294,3 +295,75 @@ def _until(condition: Any, timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(0.01)
+
+
+# -- the shared transport (muretai_cli.transport), as the door has it -----------------------
+
+def _exchange(port: int, data: bytes, *, timeout: float = 5) -> bytes:
+    """Send ``data`` on a fresh connection and read until the relay closes it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+    return answer
+
+
+def test_a_body_that_does_not_arrive_in_time_is_408(tmp_path: Path) -> None:
+    with live_relay(tmp_path / "r.sqlite3", slow_seconds=0.5) as relay:
+        started = time.monotonic()
+        answer = _exchange(relay.port, b"POST /send HTTP/1.1\r\nHost: x\r\n"
+                                       b"Content-Length: 100\r\n\r\n{")
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:60]
+        body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+        assert body["error"] == "timeout" and set(body) == {"error", "message"}
+        assert time.monotonic() - started < 4
+
+
+def test_a_client_slow_to_send_its_headers_is_cut(tmp_path: Path) -> None:
+    with live_relay(tmp_path / "r.sqlite3", slow_seconds=0.5) as relay:
+        started = time.monotonic()
+        answer = _exchange(relay.port, b"POST /send HTTP/1.1\r\nHost: x\r\n")
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:60]
+        assert time.monotonic() - started < 4
+        alice, bob = _keys()
+        assert relay.deposit(alice, bob).status_code == 200  # the others are still served
+
+
+def _held_poll(relay: LiveRelay, key: SigningKey) -> socket.socket:
+    """A raw connection holding a listen for ``key`` (20 s), once the relay holds it."""
+    body = json.dumps(listen_body(key, relay.origin, wait=20)).encode()
+    sock = socket.create_connection(("127.0.0.1", relay.port), timeout=5)
+    path = relay.url.split(str(relay.port), 1)[1]
+    sock.sendall(f"POST {path}/listen HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}"
+                 f"\r\n\r\n".encode() + body)
+    _until(lambda: relay.relay.notifier.listeners() > 0)  # type: ignore[attr-defined]
+    return sock
+
+
+def test_a_held_poll_whose_client_left_stops_holding(live: LiveRelay) -> None:
+    (bob,) = _keys(1)
+    _held_poll(live, bob).close()
+    _until(lambda: live.relay.notifier.listeners() == 0)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("bound", ["max_connections", "max_per_client"])
+def test_held_polls_count_against_the_connection_bounds(tmp_path: Path, bound: str) -> None:
+    alice, bob, carol = _keys(3)
+    with live_relay(tmp_path / "r.sqlite3", **{bound: 1}) as relay:  # type: ignore[arg-type]
+        held = _held_poll(relay, bob)
+        # a held poll is a request in flight: never evicted as idle, so the newcomer is refused
+        resp = relay.deposit(alice, carol)
+        assert resp.status_code == 503, resp.text
+        held.close()
+        _until(lambda: relay.relay.notifier.listeners() == 0)  # type: ignore[attr-defined]
+        _until(lambda: relay.deposit(alice, carol).status_code == 200)
+
+
+def test_an_idle_connection_gives_its_place_to_a_request(tmp_path: Path) -> None:
+    alice, bob = _keys()
+    with live_relay(tmp_path / "r.sqlite3", max_connections=1) as relay, \
+            socket.create_connection(("127.0.0.1", relay.port), timeout=5) as idle:
+        # full with a socket that sends nothing: a deposit still gets in (evicting it)
+        _until(lambda: relay.deposit(alice, bob).status_code == 200)
+        assert idle.recv(4096) == b""  # closed by the relay, without an answer

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -97,6 +98,24 @@ def test_kill_9_delivers_every_queued_deposit_once(tmp_path: Path) -> None:
     assert len(seen) - len(queued) <= len(senders)  # at most the deposits in flight
 
 
+def test_serve_runs_on_the_shared_transport_with_its_flags(tmp_path: Path) -> None:
+    alice, bob = SigningKey.generate(), SigningKey.generate()
+    with relay_process(tmp_path / "relay.sqlite3", "--slow-seconds", "0.5",
+                       "--max-per-client", "1") as (_proc, base):
+        port = int(base.split(":")[2].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as slow:
+            slow.sendall(b"POST /relay/send HTTP/1.1\r\nHost: x\r\n")  # and no more
+            # its one place is taken: the next connection from this address is refused
+            assert httpx.post(base + "/send", json=deposit_body(alice, bob),
+                              timeout=5).status_code == 503
+            assert slow.recv(4096).startswith(b"HTTP/1.1 408")  # cut at --slow-seconds
+        deadline = time.monotonic() + 10
+        while (status := httpx.post(base + "/send", json=deposit_body(alice, bob),
+                                    timeout=5).status_code) == 503:
+            assert time.monotonic() < deadline, "the slow client's place was never given back"
+        assert status == 200
+
+
 @pytest.mark.parametrize("args", [
     ["--url", "http://relay.example"],  # plain http off loopback
     ["--url", "https://relay.example/?q"],
@@ -104,6 +123,8 @@ def test_kill_9_delivers_every_queued_deposit_once(tmp_path: Path) -> None:
     ["--url", "https://relay.example", "--rate-per-sender", "-1"],
     ["--url", "https://relay.example", "--expire", "soon"],
     ["--url", "https://relay.example", "--port", "70000"],
+    ["--url", "https://relay.example", "--max-per-client", "-1"],
+    ["--url", "https://relay.example", "--idle-seconds", "0"],
 ])
 def test_serve_refuses_bad_flags_before_binding(args: list[str]) -> None:
     result = run("relay", "serve", *args)

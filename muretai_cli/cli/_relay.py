@@ -12,6 +12,7 @@ import typer
 
 from muretai_cli.cli._out import handles_errors, note, safe
 from muretai_cli.errors import InputError
+from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 
 if TYPE_CHECKING:
     import uvicorn
@@ -44,7 +45,14 @@ def serve(
         "--expire", help="Drop undelivered messages after this long: 12h, 7d, 2w.")] = "7d",
     max_connections: Annotated[int, typer.Option(
         "--max-connections", help="Open connections at once, held listens included; past it "
-                                  "the relay answers HTTP 503 (0 disables).")] = 1000,
+                                  "a newcomer takes the place of the longest-idle one, or "
+                                  "gets HTTP 503 (0 disables).")] = MAX_CONNECTIONS,
+    max_per_client: Annotated[int, typer.Option(
+        "--max-per-client", help="Open connections from one address, held listens included; "
+                                 "past it HTTP 503 (0 disables).")] = MAX_PER_CLIENT,
+    idle_seconds: Annotated[float, typer.Option(
+        "--idle-seconds", help="A connection waiting for a request closes after this.")
+    ] = IDLE_SECONDS,
     durable: Annotated[bool, typer.Option(
         "--durable", help="synchronous=FULL: commits also survive power loss.")] = False,
     slow_seconds: Annotated[float, typer.Option(
@@ -65,11 +73,13 @@ def serve(
             raise InputError("bad-limit", f"{flag} is a positive whole number")
     for flag, value in (("--rate-per-sender", rate_per_sender),
                         ("--rate-per-mailbox", rate_per_mailbox),
-                        ("--max-connections", max_connections)):
+                        ("--max-connections", max_connections),
+                        ("--max-per-client", max_per_client)):
         if value < 0:
             raise InputError("bad-limit", f"{flag} is a whole number; 0 disables")
-    if not 0 < slow_seconds <= 300:
-        raise InputError("bad-limit", "--slow-seconds is more than 0 and at most 300")
+    for flag, seconds in (("--slow-seconds", slow_seconds), ("--idle-seconds", idle_seconds)):
+        if not 0 < seconds <= 300:
+            raise InputError("bad-limit", f"{flag} is more than 0 and at most 300")
     if not 0 <= port <= 65535:
         raise InputError("bad-port", f"--port {port} is outside 0-65535")
     base = parse_base_url(url)
@@ -84,7 +94,8 @@ def serve(
                          per_mailbox=rate_per_mailbox, max_waiting=max_waiting,
                          expire_seconds=parse_duration(expire, name="--expire"))
     config = RelayConfig(url=base, limits=limits, slow_seconds=slow_seconds,
-                         max_connections=max_connections, durable=durable)
+                         max_connections=max_connections, max_per_client=max_per_client,
+                         idle_seconds=idle_seconds, durable=durable)
     from muretai_cli.db import is_postgres_url
 
     shared = is_postgres_url(db)
@@ -98,10 +109,12 @@ def serve(
     where = store.db.describe()
     if workers > 1:
         store.close()  # no pool threads may live in the parent when it forks
-    from muretai_cli.relay.app import bind_socket, server_on
+    import uvicorn
+
+    from muretai_cli.transport.server import bind, server_config
 
     try:
-        sock = bind_socket(host, port)
+        sock = bind(host, port)
     except OSError as exc:
         if workers == 1:
             store.close()
@@ -118,7 +131,10 @@ def serve(
 
             notifier = PgNotifier(db, own.db)
         relay = Relay(config, own, notifier=notifier)
-        return server_on(build_app(relay), config, sock, host=host, http=http)
+        return uvicorn.Server(server_config(
+            build_app(relay), host=host, port=bound[1], http=http,
+            slow_seconds=config.slow_seconds, max_connections=config.max_connections,
+            max_per_client=config.max_per_client, idle_seconds=config.idle_seconds))
 
     # One process: everything is built before "listening" is said, so a client that acts
     # on that line meets a server about to accept (the socket queues until it does).

@@ -34,16 +34,18 @@ from muretai_cli.seam import (
     verify_listen_token,
     verify_relay_send,
 )
+from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
+from muretai_cli.transport.asgi import Headers
 
 if TYPE_CHECKING:
     from muretai_cli.relay.store import RelayStore
     from muretai_cli.urls import BaseUrl
 
 log = logging.getLogger("uvicorn.error")
-Headers = tuple[tuple[bytes, bytes], ...]
 Answer = tuple[int, bytes, Headers]
 JSON_HEADERS: Headers = ((b"content-type", b"application/json; charset=utf-8"),
-                         (b"cache-control", b"no-store"))
+                         (b"cache-control", b"no-store"),
+                         (b"access-control-allow-origin", b"*"))
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -79,7 +81,10 @@ class RelayConfig:
     url: BaseUrl
     limits: RelayLimits = field(default_factory=RelayLimits)
     slow_seconds: float = 10.0  # one deadline for a request's head and body
-    max_connections: int = 1000
+    # the shared transport's admission (transport.server.Admission); held listens count
+    max_connections: int = MAX_CONNECTIONS
+    max_per_client: int = MAX_PER_CLIENT
+    idle_seconds: float = IDLE_SECONDS
     durable: bool = False
 
 

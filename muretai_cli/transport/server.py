@@ -362,7 +362,8 @@ def server_config(app: Any, *, host: str, port: int, slow_seconds: float,
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening-ready TCP socket on ``host:port`` (IPv6 when the host has a colon)."""
+    """A listening TCP socket on ``host:port`` (IPv6 when the host has a colon): connections
+    queue from the moment it returns, so a server may say where it listens before it runs."""
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -371,5 +372,6 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host.strip("[]"), port))
+    sock.listen(2048)  # uvicorn's backlog; its create_server listens again, harmlessly
     sock.set_inheritable(True)
     return sock
