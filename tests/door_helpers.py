@@ -69,8 +69,8 @@ def code_of(doc: dict[str, Any]) -> int | None:
 def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
               rate_total: int = 0, slow: float = 10.0, name: str = "door",
               http: str = "auto", url: str | None = None, db: str | None = None,
-              max_connections: int = 1000, max_per_client: int = 100, idle: float = 5.0
-              ) -> Iterator[Live]:
+              max_connections: int = 1000, max_per_client: int = 100, idle: float = 5.0,
+              wba_allow_private: bool = False) -> Iterator[Live]:
     """A door on an ephemeral port; ``url`` is the base URL it publishes (default: its own,
     another when something sits in front of it, as a TLS terminator would); ``db`` its
     store's ``--db`` (a PostgreSQL URL; default the identity's SQLite file)."""
@@ -81,7 +81,7 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
     base = parse_base_url(url or f"http://127.0.0.1:{port}{path}")
     config = DoorConfig(name=name, url=base, policy=policy,  # type: ignore[arg-type]
                         rate_per_sender=rate_per_sender, rate_total=rate_total,
-                        slow_seconds=slow)
+                        slow_seconds=slow, wba_allow_private=wba_allow_private)
     key = ident.signing_key()
     if db:
         from tests.store_helpers import init_door_store

@@ -343,8 +343,10 @@ def test_a_relayed_claim_must_be_deposited_by_its_signer() -> None:
 
 def test_a_sqlite_file_whose_invite_tables_came_first_upgrades_in_place(tmp_path: Any) -> None:
     # the release before kept the invite tables apart (created on first use): a file at
-    # door version 4 that already holds them reaches version 5 with its invites intact
+    # door version 4 that already holds them reaches the latest version with its invites intact
     import sqlite3
+
+    from muretai_cli.inbox.store import door_schema
 
     path = tmp_path / "door.sqlite3"
     store = DoorStore(path)
@@ -352,9 +354,12 @@ def test_a_sqlite_file_whose_invite_tables_came_first_upgrades_in_place(tmp_path
     store.close()
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE muretai_schema SET version=4 WHERE store='door'")
+        for table in ("inbox", "requests"):  # what version 6 adds, a v4 file lacks
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN wba")
     store = DoorStore(path)
     try:
         assert [r.nonce for r in InviteStore(store.db).invites()] == ["n-1"]
-        assert store.db.one("SELECT version FROM muretai_schema WHERE store='door'") == (5,)
+        assert store.db.one("SELECT version FROM muretai_schema WHERE store='door'") == (
+            door_schema().latest,)
     finally:
         store.close()

@@ -254,6 +254,7 @@ def test_public_surface() -> None:
     assert sorted(net.__all__) == sorted(["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "MAX_REDIRECTS",
                                           "Deadline", "HttpResult", "SafeClient",
                                           "check_request_url", "http_refusal",
-                                          "retry_after_seconds", "user_agent"])
+                                          "private_addresses", "retry_after_seconds",
+                                          "user_agent"])
     for name in net.__all__:
         assert getattr(net, name) is not None

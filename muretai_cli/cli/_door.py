@@ -121,6 +121,9 @@ def serve(
                                  "(0 disables).")] = 100,
     idle_seconds: Annotated[float, typer.Option(
         "--idle-seconds", help="A connection waiting for a request closes after this.")] = 5.0,
+    wba_allow_private: Annotated[bool, typer.Option(
+        "--wba-allow-private", help="Fetch a visitor's Web Bot Auth key directory even from a "
+                                    "loopback or private address (a test network).")] = False,
     durable: Annotated[bool, typer.Option(
         "--durable", help="synchronous=FULL: commits also survive power loss.")] = False,
     slow_seconds: Annotated[float, typer.Option(
@@ -184,7 +187,7 @@ def serve(
     config = replace(checked, name=ident.name, org=membership, durable=durable,
                      policy=dm_policy or policy_of(store),  # type: ignore[arg-type]
                      shared_rate=workers > 1 or is_postgres_url(db),
-                     did_configuration=linkage)
+                     did_configuration=linkage, wba_allow_private=wba_allow_private)
     if workers > 1:
         store.close()  # no pool threads may live in the parent when it forks
     try:
@@ -225,6 +228,15 @@ def serve(
     raise typer.Exit(run_workers(workers, lambda _: prepare().run(sockets=[sock]), log=note))
 
 
+def wba_text(wba: dict[str, Any]) -> str:
+    """A Web Bot Auth verdict in a few words: ``wba verified [as DID]`` or ``wba refused
+    (code)``. Every value in it came from a peer's request."""
+    if wba.get("state") == "verified":
+        return f"wba verified as {safe(wba.get('did'), limit=120)}"
+    code = (wba.get("reason") or {}).get("code")
+    return f"wba refused ({safe(code, limit=60)})"
+
+
 def arrivals(json_out: bool) -> Callable[[dict[str, Any]], None]:
     """The door's event hook: a line per arrival on stderr; with ``--json``, a JSON line on
     stdout as well. Peer-supplied values pass through ``safe()`` before the terminal."""
@@ -239,6 +251,8 @@ def arrivals(json_out: bool) -> Callable[[dict[str, Any]], None]:
             extra = f"  request {safe(event.get('requestId'), limit=80)}"
         elif outcome == "refused":
             extra = f"  {event.get('code')} {safe(event.get('reason'), limit=80)}"
+        if event.get("wba"):
+            extra += "  " + wba_text(event["wba"])
         line = (f"{when(event.get('time'))}  {outcome:<8} {safe(event.get('method'), limit=40)}"
                 f" from {safe(event.get('from') or '-', limit=120)}"
                 f" id {safe(event.get('messageId') or '-', limit=80)}{extra}")

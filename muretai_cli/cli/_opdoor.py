@@ -98,6 +98,10 @@ def message_lines(m: dict[str, Any]) -> list[str]:
         head += f"  reply to {safe(m['replyTo'], limit=80)}"
     if m.get("approved"):
         head += f"  approved {when(m['approved'])}"
+    if m.get("wba"):
+        from muretai_cli.cli._door import wba_text
+
+        head += f"  {wba_text(m['wba'])}"
     return [head, *quoted(m["text"], limit=2000)]
 
 

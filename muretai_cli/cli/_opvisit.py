@@ -22,6 +22,8 @@ from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
     TimeoutOpt,
+    WbaAgentOpt,
+    WbaOpt,
     dm_lines,
     handoff_lines,
     make_client,
@@ -142,9 +144,14 @@ def dm(
                            "default, its conversation).", show_default=False)] = None,
     timeout: TimeoutOpt = "30",
     max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
+    wba: WbaOpt = False,
+    wba_agent: WbaAgentOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Send one signed DM: knock on the peer's door, or seal it and deposit it at its relay.
+
+    With --wba the requests to the door (its card, the knock) are also signed with Web Bot
+    Auth as this identity; a relay deposit is not.
 
     States: delivered (the door accepted it; its reply is checked), queued (the relay holds
     it), held (a first contact awaiting the owner's approval: exit 0), refused (exit 4).
@@ -164,9 +171,14 @@ def dm(
     ident = op_identity(ctx)
     key = ident.signing_key()
     store = op_store(ctx)
+    signer = None
+    if wba:
+        from muretai_cli.visit.wba import request_signer
+
+        signer = request_signer(key, agent=wba_agent)
     sender = Sender(key, store, ConnectionStore(key.did), client_for, int(time.time()),
                     my_relay=Profiles().relay_of(key.did), timeout=parse_seconds(timeout),
-                    max_bytes=max_bytes, pins=PinStore(), trust=TrustList())
+                    max_bytes=max_bytes, pins=PinStore(), trust=TrustList(), signer=signer)
 
     def run() -> None:
         with progress(f"sending to {did}"):

@@ -42,17 +42,37 @@ _CORS = ((b"access-control-allow-origin", b"*"),
 _GET_ALLOW = b"GET, HEAD, OPTIONS"
 _INTERNAL = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}'
 _POST_ALLOW = b"POST, OPTIONS"
+_WBA_HEADERS = frozenset((b"signature", b"signature-input", b"signature-agent"))
 
 
 def _plain(status: int, error: str) -> tuple[int, bytes, Headers]:
     return status, json.dumps({"error": error}).encode(), JSON_HEADERS
 
 
+def _signature_headers(scope: Scope) -> dict[str, str] | None:
+    """The request's headers (lowercased names, repeats joined) when it carries Web Bot Auth
+    headers; None otherwise, after one cheap pass over the names."""
+    raw: list[tuple[bytes, bytes]] = scope["headers"]
+    if not any(name.lower() in _WBA_HEADERS for name, _ in raw):
+        return None
+    headers: dict[str, str] = {}
+    for name, value in raw:
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+    return headers
+
+
 class DoorHTTP:
     """The exact-path dispatcher behind the starlette app."""
 
     def __init__(self, door: Door) -> None:
+        from muretai_cli.door.wba import WbaCheck
+        from muretai_cli.seam import authority_of
+
         self.door = door
+        # Web Bot Auth on a knock is verified for this door's own @authority (its --url).
+        self.wba = WbaCheck(authority_of(door.origin), clock=door.clock,
+                            allow_private=door.config.wba_allow_private)
         base = door.config.url.path
         self.post_path = (base or "/").encode()
         self.cards = {(base + CARD_PATH).encode(): "card",
@@ -128,17 +148,22 @@ class DoorHTTP:
             return
         if raw is None:
             return
+        signed = _signature_headers(scope)
+        # Recorded beside the message; never a reason to admit or refuse it (door/wba.py).
+        wba = await self.wba.check(signed) if signed is not None else None
         if self.door.offload is not None:  # a shared store: commits wait for its disk
             loop = asyncio.get_running_loop()
             status, body, headers = await loop.run_in_executor(
-                self.door.offload, self.door.handle_post, raw)
+                self.door.offload, self.door.handle_post, raw, wba)
         else:
-            status, body, headers = self.door.handle_post(raw)
+            status, body, headers = self.door.handle_post(raw, wba)
         await answer(send, status, body, headers)
 
 
 def build_app(door: Door) -> Starlette:
     """The starlette app: lifespan closes the store; every request goes to ``DoorHTTP``."""
+
+    http = DoorHTTP(door)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -146,9 +171,10 @@ def build_app(door: Door) -> Starlette:
         try:
             yield
         finally:
+            http.wba.close()
             door.store.close()
 
     app = Starlette(lifespan=lifespan)
     app.router.redirect_slashes = False
-    app.router.default = DoorHTTP(door)
+    app.router.default = http
     return app

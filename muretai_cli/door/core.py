@@ -26,6 +26,7 @@ from muretai_cli.rate import RateLimits
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 
 if TYPE_CHECKING:
+    from muretai_cli.door.wba import WbaVerdict
     from muretai_cli.seam import SigningKey
     from muretai_cli.urls import BaseUrl
 
@@ -59,6 +60,7 @@ class DoorConfig:
     idle_seconds: float = IDLE_SECONDS
     shared_rate: bool = False  # count rates in the store (several processes) not in memory
     did_configuration: bytes | None = None  # served at /.well-known/did-configuration.json
+    wba_allow_private: bool = False  # fetch visitors' key directories from private addresses
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -234,26 +236,30 @@ class Door:
         return self._env_bytes
 
     # -- a POST --------------------------------------------------------------------------
-    def handle_post(self, raw: bytes) -> Answer:
-        """One POST body to one HTTP answer. Never raises; -32603 at worst."""
+    def handle_post(self, raw: bytes, wba: WbaVerdict | None = None) -> Answer:
+        """One POST body to one HTTP answer. Never raises; -32603 at worst.
+
+        ``wba`` is the Web Bot Auth verdict on the request that carried it (when signed):
+        kept with the message and told in the events, never a reason to admit or refuse."""
         rid: Any = None
         doc: Any = None
+        found = {"wba": wba.to_json()} if wba is not None else {}
         try:
             doc = ladder.parse_request(raw)
             rid = ladder.safe_id(doc.get("id"))
             method, params = ladder.rpc_shape(doc)
             now = int(self.clock())
             if method == "message/send":
-                result = self._message(params, now)
+                result = self._message(params, now, found.get("wba"))
             elif method == "onboard/claim":
                 result = self._claim(params, now)
             else:
                 result = self._redeem(params, now)
-            self._tell("accepted", method, params)
+            self._tell("accepted", method, params, **found)
             return 200, _dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode(), \
                 JSON_HEADERS
         except RpcError as err:
-            self._tell_refusal(err, doc if isinstance(doc, dict) else None)
+            self._tell_refusal(err, doc if isinstance(doc, dict) else None, found)
             body = {"jsonrpc": "2.0", "id": rid, "error": err.error_object()}
             return err.status, _dumps(body).encode(), JSON_HEADERS + err.headers
         except DatabaseUnavailable as exc:
@@ -286,16 +292,17 @@ class Door:
         except Exception:  # a logging hook must never change the answer
             log.exception("door: the event hook failed")
 
-    def _tell_refusal(self, err: RpcError, doc: dict[str, Any] | None) -> None:
+    def _tell_refusal(self, err: RpcError, doc: dict[str, Any] | None,
+                      found: dict[str, Any]) -> None:
         method = doc.get("method") if doc is not None else None
         params = doc.get("params") if doc is not None else None
         data = err.data or {}
         if err.code == HELD_CODE:
             self._tell("held", method if isinstance(method, str) else None, params,
-                       requestId=data.get("requestId"))
+                       requestId=data.get("requestId"), **found)
         else:
             self._tell("refused", method if isinstance(method, str) else None, params,
-                       code=err.code, reason=data.get("reason", err.reason))
+                       code=err.code, reason=data.get("reason", err.reason), **found)
 
     def _rate(self, sender: str, now: float) -> None:
         wait = self.rate.check(sender, now)
@@ -304,7 +311,8 @@ class Door:
                            data={"reason": "rate-limited", "retryAfter": wait},
                            headers=((b"retry-after", str(wait).encode()),))
 
-    def _message(self, params: dict[str, Any], now: int) -> dict[str, Any]:
+    def _message(self, params: dict[str, Any], now: int,
+                 wba: dict[str, Any] | None = None) -> dict[str, Any]:
         env = ladder.a2a_message(params)
         ladder.text_size(env["text"])
         fields = ladder.six(env, self.terms)
@@ -326,7 +334,8 @@ class Door:
         from muretai_cli.inbox.relayed import proved_reply_to
 
         admitted = {**fields, "relay": env["relay"], "reply": _dumps(reply),
-                    "replyTo": proved_reply_to(self.store, self.did, fields, env["replyTo"])}
+                    "replyTo": proved_reply_to(self.store, self.did, fields, env["replyTo"]),
+                    "wba": _dumps(wba) if wba is not None else None}
         consent.admit(self.store, self.config.policy, admitted, status, now, gate=self._gate)
         if now - self._last_prune > 60:
             self._last_prune = now

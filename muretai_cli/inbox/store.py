@@ -21,7 +21,8 @@ relayed (each relay deposit drained: its outcome, and whether it was shown yet).
 
 Received messages carry their channel (``door`` or ``relay``), the ``replyTo`` their
 signed fields proved, the relay the sender named (``metadata.relay``) and, for a message
-the door accepted, the signed reply it was given (answered again to an exact repeat).
+the door accepted, the signed reply it was given (answered again to an exact repeat), and
+the door's Web Bot Auth verdict on the HTTP request that carried it, when it was signed.
 """
 
 from __future__ import annotations
@@ -140,13 +141,21 @@ CREATE TABLE relayed (
 """
 
 
+# Version 6: the Web Bot Auth verdict on the HTTP request that carried a message (JSON).
+_V6 = """
+ALTER TABLE inbox ADD COLUMN wba TEXT;
+ALTER TABLE requests ADD COLUMN wba TEXT
+"""
+
+
 def door_schema() -> Schema:
     from muretai_cli.db import Schema
     from muretai_cli.inbox.invites import INVITE_TABLES
 
     # Version 5: invites, their claims, and the contacts they made.
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
-                           {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4, INVITE_TABLES))
+                           {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4, INVITE_TABLES,
+                           _V6))
 
 
 SenderStatus = Literal["allowed", "blocked", "approved", "rejected"]
@@ -363,12 +372,12 @@ class DoorStore:
                 "WITH r AS (INSERT INTO replay (message_id, seen) VALUES (?, ?) "
                 "ON CONFLICT (message_id) DO NOTHING RETURNING message_id) "
                 "INSERT INTO inbox (sender, message_id, context_id, text, sent, received, "
-                "verified, sig, via, reply_to, reply) SELECT ?, r.message_id, ?, ?, ?, ?, 1, "
-                "?, 'direct', ?, ? FROM r ON CONFLICT (sender, message_id) DO NOTHING "
+                "verified, sig, via, reply_to, reply, wba) SELECT ?, r.message_id, ?, ?, ?, ?, "
+                "1, ?, 'direct', ?, ?, ? FROM r ON CONFLICT (sender, message_id) DO NOTHING "
                 "RETURNING id",
                 (env["messageId"], now, env["from"], env["contextId"], env["text"],
                  env["timestamp"], now, env["sig"], env.get("replyTo"),
-                 env.get("reply"))) is not None
+                 env.get("reply"), env.get("wba"))) is not None
         try:
             with self.db.transaction(exclusive=False) as tx:
                 if channel == "door" and not tx.all(
@@ -378,13 +387,14 @@ class DoorStore:
                     return False
                 if not tx.all(
                         "INSERT INTO inbox (sender, message_id, context_id, text, sent, "
-                        "received, verified, sig, via, channel, reply_to, relay, reply) "
-                        "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?) "
+                        "received, verified, sig, via, channel, reply_to, relay, reply, wba) "
+                        "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?) "
                         "ON CONFLICT (sender, message_id) DO NOTHING RETURNING id",
                         (env["from"], env["messageId"], env["contextId"], env["text"],
                          env["timestamp"], now, env["sig"],
                          "direct" if channel == "door" else channel, channel,
-                         env.get("replyTo"), env.get("relay"), env.get("reply"))):
+                         env.get("replyTo"), env.get("relay"), env.get("reply"),
+                         env.get("wba"))):
                     raise _Replayed
                 self._after_receipt(tx, env, "accepted", None, now)
         except _Replayed:
@@ -435,12 +445,12 @@ class DoorStore:
                 return None
             request_id = f"r-{secrets.token_hex(8)}"
             tx.execute("INSERT INTO requests (id, sender, message_id, context_id, text, sent, "
-                       "received, sig, channel, reply_to, relay, seq) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                       "received, sig, channel, reply_to, relay, wba, seq) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                        "(SELECT COALESCE(MAX(seq), 0) + 1 FROM requests))",
                        (request_id, env["from"], env["messageId"], env["contextId"],
                         env["text"], env["timestamp"], now, env["sig"], channel,
-                        env.get("replyTo"), env.get("relay")))
+                        env.get("replyTo"), env.get("relay"), env.get("wba")))
             self._after_receipt(tx, env, "held", request_id, now)
             first = tx.one("SELECT id FROM requests WHERE sender=? AND status='held' "
                            "ORDER BY seq LIMIT 1", (env["from"],))
@@ -480,23 +490,27 @@ class DoorStore:
         sql = ("SELECT * FROM (SELECT i.id, i.sender, i.message_id, i.context_id, i.text, "
                "i.sent, i.received, i.verified, i.via, (SELECT MIN(r.decided) FROM requests r "
                "WHERE i.via='approved' AND r.sender=i.sender AND r.message_id=i.message_id "
-               "AND r.status='approved') AS approved FROM inbox i) q "
+               "AND r.status='approved') AS approved, i.wba FROM inbox i) q "
                "ORDER BY COALESCE(approved, received) DESC, id DESC")
         rows = self.db.all(sql + " LIMIT ?", (limit,)) if limit else self.db.all(sql)
         keys = ("id", "from", "messageId", "contextId", "text", "timestamp", "received",
-                "verified", "via", "approved")
+                "verified", "via", "approved", "wba")
         out = [dict(zip(keys, r, strict=True)) for r in rows]
         for item in out:
             item["verified"] = bool(item["verified"])
+            item["wba"] = _wba_of(item["wba"])
         return out
 
     def requests(self, *, all_: bool = False) -> list[dict[str, Any]]:
         rows = self.db.all(
-            "SELECT id, sender, message_id, context_id, text, sent, received, status, decided "
-            "FROM requests WHERE status='held' OR ?=1 ORDER BY received, seq", (int(all_),))
+            "SELECT id, sender, message_id, context_id, text, sent, received, status, decided, "
+            "wba FROM requests WHERE status='held' OR ?=1 ORDER BY received, seq", (int(all_),))
         keys = ("id", "from", "messageId", "contextId", "text", "timestamp", "received",
-                "status", "decided")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+                "status", "decided", "wba")
+        out = [dict(zip(keys, r, strict=True)) for r in rows]
+        for item in out:
+            item["wba"] = _wba_of(item["wba"])
+        return out
 
     def _held(self, tx: Tx, request_id: str) -> tuple[Any, ...]:
         row = tx.one("SELECT id, sender, message_id, context_id, text, sent, received, sig, "
@@ -527,17 +541,17 @@ class DoorStore:
         with self.db.transaction() as tx:
             rid, sender, *_ = self._held(tx, request_id)
             rows = tx.all("SELECT message_id, context_id, text, sent, received, sig, channel, "
-                          "reply_to, relay FROM requests WHERE sender=? AND status='held' "
-                          "ORDER BY received, seq", (sender,))
+                          "reply_to, relay, wba FROM requests WHERE sender=? AND "
+                          "status='held' ORDER BY received, seq", (sender,))
             tx.execute("UPDATE requests SET status='approved', decided=? WHERE sender=? AND "
                        "status='held'", (now, sender))
-            for mid, ctx, text, sent, received, sig, channel, reply_to, relay in rows:
+            for mid, ctx, text, sent, received, sig, channel, reply_to, relay, wba in rows:
                 tx.execute("INSERT INTO inbox (sender, message_id, context_id, text, sent, "
-                           "received, verified, sig, via, channel, reply_to, relay) "
-                           "VALUES (?, ?, ?, ?, ?, ?, 1, ?, 'approved', ?, ?, ?) "
+                           "received, verified, sig, via, channel, reply_to, relay, wba) "
+                           "VALUES (?, ?, ?, ?, ?, ?, 1, ?, 'approved', ?, ?, ?, ?) "
                            "ON CONFLICT (sender, message_id) DO NOTHING",
                            (sender, mid, ctx, text, sent, received, sig, channel, reply_to,
-                            relay))
+                            relay, wba))
             if self._status(tx, sender) not in ("allowed", "blocked"):
                 self._set_sender(tx, sender, "approved", now)
             self._log(tx, now, "approve", sender, rid)
@@ -694,14 +708,15 @@ class DoorStore:
             "i.context_id, i.text, i.sent, i.received AS at, i.verified, i.channel, i.reply_to, "
             "NULL AS state, (SELECT MIN(r.decided) FROM requests r WHERE i.via='approved' AND "
             "r.sender=i.sender AND r.message_id=i.message_id AND r.status='approved') AS "
-            "approved, i.id FROM inbox i UNION ALL SELECT 'out', peer, message_id, context_id, "
-            "text, sent, sent, 1, channel, reply_to, state, NULL, id FROM sent) AS m "
+            "approved, i.wba, i.id FROM inbox i UNION ALL SELECT 'out', peer, message_id, "
+            "context_id, text, sent, sent, 1, channel, reply_to, state, NULL, NULL, id FROM "
+            "sent) AS m "
             "WHERE (CAST(? AS TEXT) IS NULL OR peer=?) AND (CAST(? AS TEXT) IS NULL OR "
             "context_id=?) "
             "ORDER BY at, direction, id", (peer, peer, context, context))
         keys = ("direction", "peer", "messageId", "contextId", "text", "timestamp",
-                "received", "verified", "channel", "replyTo", "state", "approved")
-        items = [dict(zip(keys, r[:12], strict=True)) for r in rows]
+                "received", "verified", "channel", "replyTo", "state", "approved", "wba")
+        items = [dict(zip(keys, r[:13], strict=True)) for r in rows]
         # Timestamps are whole seconds: a reply received in the second its parent was sent
         # must still come after it. A message's depth in its reply chain breaks such ties.
         parent = {m["messageId"]: m["replyTo"] for m in items}
@@ -719,6 +734,7 @@ class DoorStore:
         last: dict[Any, int] = {}
         for index, item in enumerate(items):
             item["verified"] = bool(item["verified"])
+            item["wba"] = _wba_of(item["wba"])
             last[(item["peer"], item["contextId"])] = index
         items.sort(key=lambda m: (last[(m["peer"], m["contextId"])], m["received"]))
         return items
@@ -736,6 +752,14 @@ class DoorStore:
         for did, relay in self.db.all("SELECT did, relay FROM peers"):
             out.setdefault(did, {"did": did, "lastMessage": None})["relay"] = relay
         return [out[k] for k in sorted(out)]
+
+
+def _wba_of(text: str | None) -> dict[str, Any] | None:
+    """The stored Web Bot Auth verdict of a received message (None: the request had none)."""
+    if text is None:
+        return None
+    doc: dict[str, Any] = json.loads(text)
+    return doc
 
 
 class _Full(Exception):

@@ -3,6 +3,7 @@
     SafeClient      GET for probing, one POST for JSON-RPC (never retried)
     HttpResult      what came back: status, lowercased headers, body (at most the cap)
     Deadline        one deadline shared by every request of a command
+    private_addresses  the non-global addresses a host names (the SSRF rule's input)
     http_refusal    an HTTP error status as ``PeerRefused`` (429/503 carry ``retryAfter``)
 
 Rules: a shared deadline (a request not started before it is skipped and recorded); a
@@ -21,6 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from muretai_cli.net._address import private_addresses
 from muretai_cli.net._deadline import Deadline
 
 if TYPE_CHECKING:
@@ -49,6 +51,7 @@ __all__ = [
     "SafeClient",
     "check_request_url",
     "http_refusal",
+    "private_addresses",
     "retry_after_seconds",
     "user_agent",
 ]

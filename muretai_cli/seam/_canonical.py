@@ -59,6 +59,10 @@ def _parse_float(text: str) -> float:
     return value
 
 
+# One decoder for every parse: json.loads with hooks would build a new one per call.
+_decode = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_parse_float).decode
+
+
 def _deeper_than(value: Any, limit: int) -> bool:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -109,7 +113,7 @@ def parse_document(raw: bytes) -> Any:
     if "\x00" in text[:4] and raw.strip():
         raise InputError("not-utf8", "the document looks like UTF-16 or UTF-32; only UTF-8")
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float)
+        value = _decode(text)
     except InputError:
         raise
     except RecursionError:

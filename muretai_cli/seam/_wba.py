@@ -324,11 +324,10 @@ def parse_signatures(headers: Mapping[str, str]) -> list[SignatureEntry]:
 
 
 # -- verification -------------------------------------------------------------------------
-def _check_entry(entry: SignatureEntry, *, public: bytes, tag: str, authority: str,
-                 headers: Mapping[str, str], now: int, max_lifetime: int) -> None:
-    """One entry under one key, policy first and Ed25519 last; refuses naming the rule."""
-    from muretai_cli.seam._ed25519 import verify_strict
-
+def _covered(entry: SignatureEntry, *, tag: str, authority: str, headers: Mapping[str, str],
+             now: int, max_lifetime: int) -> list[tuple[str, str]]:
+    """The policy half of one entry (tag, alg, times, covered components): what it needs no
+    key to judge. Returns the ``(name, value)`` pairs of its signature base, or refuses."""
     params = entry.params
     if params.get("tag") != tag:
         raise Refused("wba-wrong-tag", f"tag is {str(params.get('tag'))[:60]!r}, not {tag!r}")
@@ -361,14 +360,40 @@ def _check_entry(entry: SignatureEntry, *, public: bytes, tag: str, authority: s
             if value is None:
                 raise Refused("wba-component", f"covered header {name[:60]!r} is absent")
             pairs.append((name, value.strip()))
+    return pairs
+
+
+def _check_entry(entry: SignatureEntry, *, public: bytes, tag: str, authority: str,
+                 headers: Mapping[str, str], now: int, max_lifetime: int) -> None:
+    """One entry under one key, policy first and Ed25519 last; refuses naming the rule."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+    from muretai_cli.seam._ed25519 import verify_strict
+
+    pairs = _covered(entry, tag=tag, authority=authority, headers=headers, now=now,
+                     max_lifetime=max_lifetime)
     try:
         key = Ed25519PublicKey.from_public_bytes(public)
     except ValueError:
         raise Refused("bad-jwk", "the key is not an Ed25519 point") from None
     verify_strict(key, public,
                   signature_base(pairs, entry.params_text), entry.signature)
+
+
+def precheck_request(headers: Mapping[str, str], *, authority: str, now: int) -> None:
+    """Refuse a signed request that no key could make valid: unparseable headers, or no
+    ``web-bot-auth`` entry whose tag, alg, times and covered components hold for
+    ``authority`` at ``now``. A verifier runs this before it fetches any key directory."""
+    authority = authority.strip().lower()
+    last: MuretaiError = Refused("wba-malformed", "no signature entry")
+    for entry in parse_signatures(headers):
+        try:
+            _covered(entry, tag=TAG_REQUEST, authority=authority, headers=headers, now=now,
+                     max_lifetime=MAX_REQUEST_LIFETIME)
+            return
+        except MuretaiError as exc:
+            last = exc
+    raise Refused(last.code, last.detail)
 
 
 def _usable_keys(jwks: object) -> list[bytes]:

@@ -7,25 +7,9 @@ time is not stopped by this (DNS rebinding). ``--allow-private`` is for your own
 
 from __future__ import annotations
 
-import ipaddress
-import socket
-
-from muretai_cli.errors import InputError, Unreachable
+from muretai_cli.errors import InputError
+from muretai_cli.net import private_addresses
 from muretai_cli.urls import BaseUrl
-
-
-def private_addresses(host: str) -> list[str]:
-    """The addresses ``host`` names that are not globally routable (loopback, RFC 1918, …)."""
-    bare = host.strip("[]")
-    try:
-        addresses = [ipaddress.ip_address(bare)]
-    except ValueError:
-        try:
-            infos = socket.getaddrinfo(bare, None, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as exc:
-            raise Unreachable("unresolvable", f"{bare}: cannot resolve ({exc})") from None
-        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
-    return sorted({str(a) for a in addresses if not a.is_global})
 
 
 def check_public(base: BaseUrl, *, allow_private: bool) -> None:

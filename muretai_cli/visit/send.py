@@ -94,9 +94,14 @@ class Sender:
     max_bytes: int = 1024 * 1024
     pins: PinStore | None = None
     trust: TrustList | None = None
+    # Headers signing each request to a door (Web Bot Auth, ``--wba``); relays are not signed.
+    signer: Callable[[str], Mapping[str, str]] | None = None
 
     def client(self) -> SafeClient:
-        return self.client_for(self.timeout, self.max_bytes)
+        """A client for the door's card and the knock (signed when ``signer`` is set)."""
+        client = self.client_for(self.timeout, self.max_bytes)
+        client.signer = self.signer
+        return client
 
 
 def send_dm(sender: Sender, to_did: str, text: str, *,
