@@ -95,3 +95,35 @@ def test_settings_and_pending_held(store: DoorStore) -> None:
     store.record_sent(peer=PEER, message={**six, "messageId": "m-d"}, channel="door",
                       state="delivered", now=NOW)
     assert store.pending_held(PEER, "knock") is None  # delivered since: it was let in
+
+
+def test_a_batch_commits_together_and_a_nested_failure_undoes_only_itself(
+        store: DoorStore) -> None:
+    # turn-check commits a listen answer in one transaction: a replayed message inside it
+    # (accept raises and rolls back its own part) leaves the rest of the batch standing
+    with store.batch():
+        assert store.accept(env("m-1", "one", channel="relay", depositId="d-1"), NOW)
+        assert not store.accept(env("m-1", "one", channel="relay", depositId="d-1b"), NOW)
+        # a store call whose own transaction fails (a savepoint here) takes back its part
+        with pytest.raises(RuntimeError), store.db.transaction() as tx:
+            tx.execute("INSERT INTO meta (key, value) VALUES ('probe', 'x')")
+            raise RuntimeError("refused halfway")
+        store.record_refused(PEER, "d-2", "cannot-open", "x", NOW)
+    assert [i["depositId"] for i in store.unshown()] == ["d-1", "d-2"]
+    assert store.setting("probe") is None
+    with pytest.raises(RuntimeError), store.batch():  # killed mid-batch: none of it stays
+        assert store.accept(env("m-3", "three", channel="relay", depositId="d-3"), NOW)
+        raise RuntimeError("the process died here")
+    assert store.received(PEER, "m-3") is None and not store.deposit_seen(PEER, "d-3")
+    assert store.accept(env("m-3", "three", channel="relay", depositId="d-3"), NOW)
+
+
+def test_claimed_rows_go_to_one_reader_and_an_unconfirmed_one_is_named_once(
+        store: DoorStore) -> None:
+    for i in range(3):
+        store.record_refused(PEER, f"d{i}", "cannot-open", "x", NOW)
+    rows = [item["row"] for item in store.unshown()]
+    assert store.claim(rows) == rows and store.claim(rows) == []
+    store.mark_shown(rows[:1])
+    assert [i["depositId"] for i in store.take_interrupted()] == ["d1", "d2"]
+    assert store.take_interrupted() == [] and store.unshown() == []

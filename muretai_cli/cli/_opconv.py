@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, emit_json, handles_errors, note, safe, say
+from muretai_cli.cli._out import (
+    JsonOpt,
+    emit_json,
+    handles_errors,
+    json_text,
+    note,
+    safe,
+    say,
+)
 from muretai_cli.cli._visitout import quoted
 from muretai_cli.errors import InputError
 
@@ -94,19 +102,50 @@ def _superseded(exc: Exception) -> None:
                           hint="run one turn-check per identity at a time") from None
 
 
+def _interrupted(check: TurnCheck) -> list[dict[str, Any]]:
+    """What an earlier turn-check claimed and may not have shown (it was killed while
+    printing): named on stderr, never printed again."""
+    from muretai_cli.visit.turn import interrupted_of
+
+    missed = [interrupted_of(i) for i in check.interrupted()]
+    if missed:
+        ids = ", ".join(safe(m["depositId"], limit=40) for m in missed[:5])
+        note(f"warning: an earlier turn-check stopped while showing {len(missed)} deposit(s) "
+             f"({ids}{', ...' if len(missed) > 5 else ''}); they may not have reached its "
+             "output and are not shown again (each is shown at most once): see `op inbox`")
+    return missed
+
+
+def _show(check: TurnCheck, items: list[dict[str, Any]],
+          render: Callable[[list[dict[str, Any]]], str]) -> None:
+    """Print ``items`` exactly once: rendered first, then claimed, written in one write and
+    flushed, then confirmed shown (see ``visit.turn`` for a kill at each point)."""
+    text = render(items)
+    claimed = check.claim(items)
+    if len(claimed) != len(items):  # another turn-check took some: show only ours
+        items = claimed
+        text = render(items)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    check.shown(items)
+
+
 def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
     from muretai_cli.errors import MuretaiError
     from muretai_cli.visit.turn import event_of
 
     problem: MuretaiError | None = None
+    missed = _interrupted(check)
     try:
         check.drain(seconds if not check.unshown() else 0)
     except MuretaiError as exc:
         _superseded(exc)
         problem = exc  # a relay that lies or fails: what was committed is still shown
-    items = check.unshown()
-    events = [event_of(i) for i in items]
-    if json_out:
+
+    def render(items: list[dict[str, Any]]) -> str:
+        events = [event_of(i) for i in items]
+        if not json_out:
+            return "".join(line + "\n" for event in events for line in event_lines(event))
         doc: dict[str, Any] = {
             "ok": problem is None,
             "messages": [e for e in events if e["event"] == "message"],
@@ -114,16 +153,16 @@ def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
             "refused": [e for e in events if e["event"] == "refused"],
             "joined": [e for e in events if e["event"] == "joined"],
         }
+        if missed:
+            doc["interrupted"] = missed
         if problem is not None:
             doc["error"] = {"code": problem.code, "message": problem.detail}
-        emit_json(doc)
-    else:
-        for event in events:
-            for line in event_lines(event):
-                say(line)
-        if not events and problem is None:
-            note("no new messages")
-    check.shown(items)
+        return json_text(doc)
+
+    items = check.unshown()
+    _show(check, items, render)
+    if not items and problem is None and not json_out:
+        note("no new messages")
     if problem is not None:
         if json_out:  # the one document is printed; the diagnosis goes to stderr
             note(f"error: {problem.diagnostics()}")
@@ -135,19 +174,21 @@ def _follow(check: TurnCheck, json_out: bool) -> None:
     from muretai_cli.errors import MuretaiError
     from muretai_cli.visit.turn import event_of
 
+    def render(items: list[dict[str, Any]]) -> str:
+        out = []
+        for item in items:
+            event = event_of(item)
+            if json_out:
+                out.append(json_text({"ok": event["event"] != "refused", **event}, line=True))
+            else:
+                out += [line + "\n" for line in event_lines(event)]
+        return "".join(out)
+
+    _interrupted(check)
     try:
         while True:
-            items = check.unshown()
-            for item in items:
-                event = event_of(item)
-                if json_out:
-                    sys.stdout.write(json.dumps({"ok": event["event"] != "refused", **event},
-                                                ensure_ascii=False) + "\n")
-                else:
-                    for line in event_lines(event):
-                        say(line)
-                sys.stdout.flush()
-            check.shown(items)
+            for item in check.unshown():  # one at a time: a kill leaves at most one unsure
+                _show(check, [item], render)
             try:
                 check.drain(25)
             except MuretaiError as exc:

@@ -120,19 +120,23 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
+def json_text(doc: dict[str, Any], *, line: bool = False) -> str:
+    """What ``emit_json`` (or, with ``line``, ``emit_json_line``) prints, newline included:
+    ``ok`` first; non-ASCII literal except terminal controls."""
+    ordered = {"ok": doc.get("ok", False), **{k: v for k, v in doc.items() if k != "ok"}}
+    text = json.dumps(ordered, ensure_ascii=False,
+                      **({"separators": (",", ":")} if line else {"indent": 2}))
+    return _JSON_UNSAFE.sub(_json_escape, text) + "\n"
+
+
 def emit_json(doc: dict[str, Any]) -> None:
     """Print one JSON document, ``ok`` first; non-ASCII literal except terminal controls."""
-    ordered = {"ok": doc.get("ok", False), **{k: v for k, v in doc.items() if k != "ok"}}
-    text = json.dumps(ordered, ensure_ascii=False, indent=2)
-    text = _JSON_UNSAFE.sub(_json_escape, text)
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(json_text(doc))
 
 
 def emit_json_line(doc: dict[str, Any]) -> None:
     """One line of a JSON Lines stream (``ok`` first), flushed: each event as it happens."""
-    ordered = {"ok": doc.get("ok", False), **{k: v for k, v in doc.items() if k != "ok"}}
-    text = json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
-    sys.stdout.write(_JSON_UNSAFE.sub(_json_escape, text) + "\n")
+    sys.stdout.write(json_text(doc, line=True))
     sys.stdout.flush()
 
 

@@ -12,7 +12,7 @@ import functools
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -111,6 +111,18 @@ class Database(ABC):
     def ensure_namespace(self) -> None:
         """Create the place the store's tables live in (a PostgreSQL schema; nothing on SQLite)."""
 
+    @contextmanager
+    def batch(self, *, exclusive: bool = True) -> Iterator[Database]:
+        """One transaction for many store calls (one commit instead of one per call).
+
+        Yields a ``Database`` whose every statement runs in that transaction and whose own
+        ``transaction()`` is a savepoint in it: an exception there undoes that part alone,
+        as it would have undone its own transaction. Commits when the block ends; an
+        exception out of the block rolls the whole batch back.
+        """
+        with self.transaction(exclusive=exclusive) as tx:
+            yield _InTransaction(self, tx)
+
     def __enter__(self) -> Database:
         return self
 
@@ -119,6 +131,48 @@ class Database(ABC):
 
 
 @functools.lru_cache(maxsize=512)
+class _InTransaction(Database):
+    """``Database.batch``'s view: the outer database's statements, all in one transaction."""
+
+    def __init__(self, outer: Database, tx: Tx) -> None:
+        self.dialect = outer.dialect
+        self._outer = outer
+        self._tx = tx
+        self._depth = 0
+
+    @contextmanager
+    def transaction(self, *, exclusive: bool = True) -> Iterator[Tx]:
+        del exclusive  # the batch's own transaction holds whatever lock it took
+        self._depth += 1
+        name = f"muretai_sp{self._depth}"
+        self._tx.execute(f"SAVEPOINT {name}")
+        try:
+            yield self._tx
+        except BaseException:
+            self._tx.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            self._tx.execute(f"RELEASE SAVEPOINT {name}")
+            raise
+        finally:
+            self._depth -= 1
+        self._tx.execute(f"RELEASE SAVEPOINT {name}")
+
+    def execute(self, sql: str, params: Params = ()) -> Result:
+        return self._tx.execute(sql, params)
+
+    def run_script(self, ddl: str) -> None:
+        for stmt in statements(ddl):
+            self._tx.execute(stmt)
+
+    def close(self) -> None:
+        raise RuntimeError("a batch's database is closed by its owner, not inside the batch")
+
+    def describe(self) -> str:
+        return self._outer.describe()
+
+    def ensure_namespace(self) -> None:
+        self._outer.ensure_namespace()
+
+
 def to_format_style(sql: str) -> str:
     """``?`` placeholders to psycopg's ``%s`` (and a literal ``%`` to ``%%``), quotes respected."""
     out: list[str] = []

@@ -17,7 +17,8 @@ contacts), senders (allow/block lists and decisions' lasting effect), decisions 
 owner's log, with times), replay (messageIds accepted or held, door-wide), meta (the
 card's revision, the identity's policy), sent (what this identity sent, and its state),
 peers (where a peer said it can be reached: its relay, learned from a verified message),
-relayed (each relay deposit drained: its outcome, and whether it was shown yet).
+relayed (each relay deposit drained: its outcome, and whether it was shown yet: ``NEW``,
+``SHOWING`` while a turn-check prints it, ``SHOWN``).
 
 Received messages carry their channel (``door`` or ``relay``), the ``replyTo`` their
 signed fields proved, the relay the sender named (``metadata.relay``) and, for a message
@@ -29,7 +30,8 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -161,6 +163,8 @@ def door_schema() -> Schema:
 SenderStatus = Literal["allowed", "blocked", "approved", "rejected"]
 SentState = Literal["delivered", "queued", "held", "refused"]
 REPLAY_WINDOW = 2 * MESSAGE_WINDOW  # a messageId is remembered as long as it could be fresh
+# relayed.shown: drained, not printed yet | claimed by a turn-check printing it | printed
+NEW, SHOWN, SHOWING = 0, 1, 2
 
 
 def doors_dir() -> Path:
@@ -676,11 +680,7 @@ class DoorStore:
                         "VALUES (?, ?, 'joined', 'joined', ?, ?) ON CONFLICT (sender, "
                         "deposit_id) DO NOTHING", (sender, deposit_id, name, now))
 
-    def unshown(self) -> list[dict[str, Any]]:
-        """Relayed deposits not yet shown, oldest first, with the message each became."""
-        rows = self.db.all("SELECT id, sender, deposit_id, message_id, outcome, reason, "
-                               "detail, request_id, at FROM relayed WHERE shown=0 ORDER BY id"
-                               )
+    def _relayed_items(self, rows: list[Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for rid, sender, deposit, mid, outcome, reason, detail, request_id, at in rows:
             item: dict[str, Any] = {"row": rid, "from": sender, "depositId": deposit,
@@ -693,10 +693,55 @@ class DoorStore:
             out.append(item)
         return out
 
+    def unshown(self) -> list[dict[str, Any]]:
+        """Relayed deposits not yet shown, oldest first, with the message each became."""
+        return self._relayed_items(self.db.all(
+            "SELECT id, sender, deposit_id, message_id, outcome, reason, detail, request_id, "
+            "at FROM relayed WHERE shown=? ORDER BY id", (NEW,)))
+
+    def claim(self, rows: list[int]) -> list[int]:
+        """Claim those rows for showing (``NEW`` -> ``SHOWING``) in one transaction and say
+        which were claimed: a row another turn-check claimed first is not. The caller
+        renders first, claims, prints, then ``mark_shown``: the window in which a kill
+        leaves a row unconfirmed is the write itself."""
+        claimed: list[int] = []
+        with self.db.transaction() as tx:
+            for row in rows:
+                if tx.execute("UPDATE relayed SET shown=? WHERE id=? AND shown=?",
+                              (SHOWING, row, NEW)).rowcount > 0:
+                    claimed.append(row)
+        return claimed
+
     def mark_shown(self, rows: list[int]) -> None:
+        """Those claimed rows were printed."""
         with self.db.transaction(exclusive=False) as tx:
             for row in rows:
-                tx.execute("UPDATE relayed SET shown=1 WHERE id=?", (row,))
+                tx.execute("UPDATE relayed SET shown=? WHERE id=?", (SHOWN, row))
+
+    def take_interrupted(self) -> list[dict[str, Any]]:
+        """Rows a turn-check claimed and did not mark shown: it stopped (kill -9) between
+        claiming and confirming, so they may or may not have been printed. Never printed
+        again (exactly once); marked shown and returned so the caller can name them."""
+        with self.db.transaction() as tx:
+            rows = tx.all("SELECT id, sender, deposit_id, message_id, outcome, reason, "
+                          "detail, request_id, at FROM relayed WHERE shown=? ORDER BY id",
+                          (SHOWING,))
+            if rows:
+                tx.execute("UPDATE relayed SET shown=? WHERE shown=? AND id<=?",
+                           (SHOWN, SHOWING, rows[-1][0]))
+        return self._relayed_items(rows)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every call on this store inside the block commits together, or none does (a
+        turn-check commits a listen answer's messages in one transaction, then acks)."""
+        outer = self.db
+        with outer.batch() as inner:
+            self.db = inner
+            try:
+                yield
+            finally:
+                self.db = outer
 
     def conversation(self, *, peer: str | None = None, context: str | None = None
                      ) -> list[dict[str, Any]]:

@@ -1,11 +1,20 @@
 """``turn-check``: drain this identity's relay mailbox, each message exactly once.
 
-One epoch per process. Each listen answer's items go through ``inbox.relayed.receive``
-(open, parse, verify, consent, commit) and only then are acknowledged; what was committed
-is shown from the store (``relayed`` rows not yet shown), oldest first, and marked shown
-after it was printed. So a process killed at any point loses nothing: the relay redelivers
-what was not acknowledged (a redelivery of a committed deposit is recognised by its id),
-and the next run shows what was committed but not shown.
+One epoch per process. Each listen answer (at most 100 items) goes through
+``inbox.relayed.receive`` (open, parse, verify, consent) and is committed in ONE store
+transaction, and only then acknowledged. What was committed is shown from the store
+(``relayed`` rows), oldest first: rendered, claimed (``SHOWING``) in one transaction, written
+to the output in one write, then marked ``SHOWN``. So a process killed at any point:
+
+- before a batch commits: nothing of it is stored; the relay redelivers all of it;
+- after the commit, before the ack: the relay redelivers it, and each redelivery is
+  recognised by its deposit id (stored once, shown once);
+- after the commit, before it was claimed: the next run shows it;
+- between claiming and marking shown (in practice: during the write): it may or may not
+  have reached the output. It is never printed again (nothing is printed twice); the next
+  run names it under ``interrupted``, so it is not lost either (it is in the store:
+  ``op inbox``). No program can close this window: the output and the store are two
+  places, and one of them is written first.
 """
 
 from __future__ import annotations
@@ -66,15 +75,19 @@ class TurnCheck:
             return "refused"
 
     def step(self, wait: int) -> Drained:
-        """One listen (held up to ``wait`` s), every item committed or refused, then ack."""
+        """One listen (held up to ``wait`` s); its items committed or refused in one store
+        transaction; then ack."""
         answer = self.relay.listen(self.key, epoch=self.epoch, wait=wait)
         done = Drained(more=answer.more)
+        if not answer.items:
+            return done
         now = int(self.clock())
         ids: list[str] = []
-        for item in answer.items:
-            done.add(self._one(item, now))
-            if item.id is not None:
-                ids.append(item.id)
+        with self.store.batch():
+            for item in answer.items:
+                done.add(self._one(item, now))
+                if item.id is not None:
+                    ids.append(item.id)
         self.relay.ack(self.key, epoch=self.epoch, ids=ids)
         return done
 
@@ -89,10 +102,29 @@ class TurnCheck:
         return total
 
     def unshown(self) -> list[dict[str, Any]]:
+        """What was committed and not shown yet, oldest first."""
         return self.store.unshown()
 
+    def claim(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Those of ``items`` this process may show now (no other turn-check will)."""
+        claimed = set(self.store.claim([int(i["row"]) for i in items]))
+        return [i for i in items if int(i["row"]) in claimed]
+
     def shown(self, items: list[dict[str, Any]]) -> None:
+        """Those claimed items reached the output."""
         self.store.mark_shown([int(i["row"]) for i in items])
+
+    def interrupted(self) -> list[dict[str, Any]]:
+        """Items an earlier turn-check claimed and may not have shown (it was killed)."""
+        return self.store.take_interrupted()
+
+
+def interrupted_of(item: dict[str, Any]) -> dict[str, Any]:
+    """An item an interrupted turn-check may not have shown, as a reader gets it."""
+    message = item.get("message") or {}
+    return {"from": item["from"] or None, "depositId": item["depositId"],
+            "outcome": item["outcome"], "messageId": message.get("messageId"),
+            "at": item["at"]}
 
 
 def event_of(item: dict[str, Any]) -> dict[str, Any]:
