@@ -11,10 +11,14 @@ Figures (each a function ``figure_<name>(args) -> dict``, registered in ``FIGURE
 
 - ``drain``: ``turn-check`` draining ``--drain`` (default 2,000) waiting messages from a real
   relay: listened, opened, verified, passed through consent, stored and acknowledged, per
-  second (the same code ``op turn-check`` runs, in-process). Target: >= 2,000/s.
-- ``wake``: a deposit made while ``turn-check --wait`` holds its long-poll, from the
-  deposit's send until the message is stored (then printed): median of ``--wakes`` rounds on
-  loopback. Target: <= 200 ms.
+  second (the code ``op turn-check`` runs, in-process, one store transaction per listen
+  answer). Target: >= 2,000/s. Baseline in the same run: the bare crypto floor (open each
+  box, verify each signature) of the same messages; also the wall time of a real
+  ``op turn-check --json`` process draining and printing as many again (its start included).
+- ``wake``: a deposit made while a real ``op turn-check --wait`` process holds its long-poll
+  (seen in the relay's listener table), from the deposit's send until turn-check's output
+  arrives on its stdout: median of ``--wakes`` rounds on loopback. Target: <= 200 ms.
+  Baseline in the same run: a plain deposit's round trip.
 
 Prints a few lines on stderr and one JSON line per figure on stdout.
 """
@@ -157,97 +161,166 @@ def figure_deposit(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def _turn_check(home: str) -> tuple[Any, Any, subprocess.Popen[bytes], int, SigningKey]:
-    """A relay whose --url is its real address, and a TurnCheck for a fresh identity."""
+def _relay_for(home: str) -> tuple[subprocess.Popen[bytes], int, str]:
+    """A real ``relay serve`` whose --url is its real address (tokens name that origin)."""
     import socket
 
     os.environ["MURETAI_HOME"] = home
-    from muretai_cli.cli._visitout import client_for
-    from muretai_cli.inbox.store import DoorStore, db_path
-    from muretai_cli.visit.relay import RelayClient
-    from muretai_cli.visit.turn import TurnCheck
-
-    with socket.socket() as sock:
+    with socket.socket() as sock:  # a free port, named in --url before the relay binds it
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/relay"
     proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "relay", "serve", "--url", url,
                              "--port", str(port), "--rate-per-sender", "0",
                              "--rate-per-mailbox", "0", "--max-waiting", "100000"],
-                            env={**os.environ}, cwd=ROOT, stderr=subprocess.DEVNULL,
+                            env={**os.environ}, cwd=ROOT, stderr=subprocess.PIPE,
                             stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    me = SigningKey.generate()
-    store = DoorStore(db_path(me.did))
-    check = TurnCheck(me, store, RelayClient(url, client_for), "open")
-    return check, store, proc, port, me
+    assert proc.stderr is not None
+    while "listening on" not in (line := proc.stderr.readline().decode()):
+        if not line:
+            raise SystemExit("the relay did not start")
+    return proc, port, url
+
+
+def _cli(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "muretai_cli", *args], env={**os.environ},
+                          cwd=ROOT, capture_output=True, check=True)
+    return done.stdout.decode().strip()
+
+
+def _identity(url: str) -> SigningKey:
+    """A CLI identity ``bob`` on the relay at ``url``, policy open (nobody is held)."""
+    from muretai_cli.home import KeyStore, keys_dir
+
+    _cli("id", "new", "bob")
+    _cli("id", "relay", "bob", url)
+    _cli("op", "--as", "bob", "policy", "open")
+    return KeyStore(keys_dir()).load("bob").signing_key()
+
+
+def _floor(me: SigningKey, bodies: list[bytes]) -> float:
+    """Seconds to open each deposit's box and verify its message's signature: the crypto
+    every drain must do, the baseline the drain is measured against (same run, same data)."""
+    from muretai_cli.inbox import ladder
+    from muretai_cli.seam import open_box
+
+    docs = [json.loads(b.split(b"\r\n\r\n", 1)[1]) for b in bodies]
+    fresh = SigningKey(me.seed)  # no box key remembered yet, as in the drain
+    started = time.perf_counter()
+    for doc in docs:
+        plain = open_box(fresh, doc["from_enc"], doc["blob"], ad=b"")
+        assert plain is not None
+        env = ladder.a2a_message(ladder.rpc_shape(ladder.parse_request(plain))[1])
+        ladder.signature(ladder.six(env, {}), env["sig"])
+    return time.perf_counter() - started
 
 
 def figure_drain(args: argparse.Namespace) -> dict[str, Any]:
-    """turn-check: waiting messages opened, verified, stored and acked per second."""
+    """turn-check: waiting messages opened, verified, stored and acked per second, and the
+    same drain's time over the bare crypto floor (open + verify) of the same messages."""
+    from muretai_cli.cli._visitout import client_for
+    from muretai_cli.inbox.store import open_door_store
+    from muretai_cli.visit.relay import RelayClient
+    from muretai_cli.visit.turn import TurnCheck
+
     home = tempfile.mkdtemp(prefix="muretai-bench-turn-")
-    check, store, proc, port, me = _turn_check(home)
+    proc, port, url = _relay_for(home)
+    me = _identity(url)
+    store = open_door_store(me.did)
     try:
         senders = [SigningKey.generate() for _ in range(50)]
         bodies = deposits(args.drain, senders, [me])
         accepted, _, _ = load(port, bodies, 8, b'"queued":true')
+        floor = _floor(me, bodies)
+        check = TurnCheck(me, store, RelayClient(url, client_for), "open")
+        from muretai_cli.net import SafeClient  # noqa: F401 (httpx imported before the clock)
+
         started = time.perf_counter()
         drained = check.drain(0)
         elapsed = time.perf_counter() - started
-        shown = store.unshown()
-        stored = sum(1 for item in shown if item["outcome"] == "accepted")
+        stored = sum(1 for item in store.unshown() if item["outcome"] == "accepted")
+        store.mark_shown([int(item["row"]) for item in store.unshown()])
+        load(port, deposits(args.drain, senders, [me]), 8, b'"queued":true')  # a second lot
+        cli_started = time.perf_counter()
+        printed = json.loads(_cli("op", "--as", "bob", "turn-check", "--json"))["messages"]
+        cli_seconds = time.perf_counter() - cli_started
     finally:
         store.close()
         stop(proc)
     rate = stored / elapsed
-    print(f"turn-check: {stored}/{accepted} stored in {elapsed:.2f} s = {rate:.0f}/s",
+    print(f"turn-check: {stored}/{accepted} stored in {elapsed:.2f} s = {rate:.0f}/s; "
+          f"{elapsed / floor:.2f}x the open+verify floor ({floor:.2f} s); a real turn-check "
+          f"process drained and printed another {len(printed)} in {cli_seconds:.2f} s",
           file=sys.stderr)
     return {"bench": "relay.drain", "waiting": accepted, "drained": drained,
             "stored": stored, "seconds": round(elapsed, 3), "per_s": round(rate, 1),
+            "floor_seconds": round(floor, 3), "drain_over_floor": round(elapsed / floor, 2),
+            "cli_printed": len(printed), "cli_seconds": round(cli_seconds, 2),
             "target": "per_s >= 2000", "met": rate >= 2000 and stored == accepted}
 
 
 def figure_wake(args: argparse.Namespace) -> dict[str, Any]:
-    """A deposit during turn-check --wait: from its send to stored, median of rounds."""
+    """A deposit while a real ``op turn-check --wait`` process holds its long-poll: from
+    the deposit's send until turn-check's output arrives; median of rounds, against a
+    plain deposit's round trip (the baseline) in the same run."""
+    import sqlite3
+
     import httpx
 
     home = tempfile.mkdtemp(prefix="muretai-bench-wake-")
-    check, store, proc, port, me = _turn_check(home)
+    proc, _, url = _relay_for(home)
+    me = _identity(url)
+    relay_db = Path(home) / "relay" / "relay.sqlite3"
     sender = SigningKey.generate()
     latencies: list[float] = []
+    trips: list[float] = []
+
+    def epoch() -> int | None:
+        with sqlite3.connect(relay_db, timeout=5) as db:
+            row = db.execute("SELECT epoch FROM relay_listeners WHERE did=?",
+                             (me.did,)).fetchone()
+        return None if row is None else int(row[0])
+
     try:
-        for i in range(args.wakes):
-            body = deposits(1, [sender], [me])[0]
-            payload = body.split(b"\r\n\r\n", 1)[1]
-            done: list[float] = []
-
-            def wait_for_it(done: list[float] = done) -> None:
-                check.step(25)
-                done.append(time.perf_counter())
-
-            waiter = threading.Thread(target=wait_for_it)
-            waiter.start()
-            time.sleep(0.3)  # the listener is holding its long-poll
-            sent = time.perf_counter()
-            httpx.post(f"http://127.0.0.1:{port}/relay/send", content=payload,
-                       headers={"content-type": "application/json"}, timeout=10)
-            waiter.join(timeout=30)
-            if done:
-                latencies.append(done[0] - sent)
-            print(f"  wake {i + 1}: {latencies[-1] * 1000:.1f} ms", file=sys.stderr)
+        with httpx.Client(timeout=10) as http:
+            for i in range(args.wakes):
+                for body in deposits(2, [sender], [sender]):  # baseline: a deposit's trip
+                    payload = body.split(b"\r\n\r\n", 1)[1]
+                    sent = time.perf_counter()
+                    http.post(f"{url}/send", content=payload,
+                              headers={"content-type": "application/json"})
+                    trips.append(time.perf_counter() - sent)
+                payload = deposits(1, [sender], [me])[0].split(b"\r\n\r\n", 1)[1]
+                before = epoch()
+                waiter = subprocess.Popen(
+                    [sys.executable, "-m", "muretai_cli", "op", "--as", "bob", "turn-check",
+                     "--wait", "30", "--json"], env={**os.environ}, cwd=ROOT,
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                assert waiter.stdout is not None
+                while epoch() == before:  # its listen reached the relay: it holds
+                    if waiter.poll() is not None:
+                        raise SystemExit("turn-check ended before it listened")
+                    time.sleep(0.002)
+                time.sleep(0.05)  # let the held poll settle into its wait
+                sent = time.perf_counter()
+                http.post(f"{url}/send", content=payload,
+                          headers={"content-type": "application/json"})
+                first = waiter.stdout.read(1)
+                arrived = time.perf_counter()
+                rest = waiter.stdout.read()
+                waiter.wait(timeout=30)
+                assert json.loads(first + rest)["messages"], "the deposit was not printed"
+                latencies.append(arrived - sent)
+                print(f"  wake {i + 1}: {latencies[-1] * 1000:.1f} ms", file=sys.stderr)
     finally:
-        store.close()
         stop(proc)
     latencies.sort()
+    trips.sort()
     median = latencies[len(latencies) // 2] * 1000 if latencies else float("inf")
+    trip = trips[len(trips) // 2] * 1000
     return {"bench": "relay.wake", "rounds": len(latencies), "median_ms": round(median, 1),
             "max_ms": round(latencies[-1] * 1000, 1) if latencies else None,
+            "deposit_trip_median_ms": round(trip, 2), "wake_over_trip": round(median / trip, 1),
             "target": "median_ms <= 200", "met": median <= 200}
 
 

@@ -25,10 +25,13 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 
+BOX_KEYS_KEPT = 512  # box keys one SigningKey remembers (one per peer enc_pub)
+
+
 class SigningKey:
     """An Ed25519 private key held as its 32-byte seed. Never printed, never logged."""
 
-    __slots__ = ("_did", "_enc_private", "_private", "_public", "_seed")
+    __slots__ = ("_boxes", "_did", "_enc_private", "_private", "_public", "_seed")
 
     def __init__(self, seed: bytes) -> None:
         if not isinstance(seed, bytes) or len(seed) != 32:
@@ -38,6 +41,7 @@ class SigningKey:
         self._public = self._private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         self._did: str | None = None
         self._enc_private: X25519PrivateKey | None = None
+        self._boxes: dict[str, bytes] = {}  # enc_pub -> box key (see box_key)
 
     @classmethod
     def generate(cls) -> SigningKey:
@@ -74,10 +78,21 @@ class SigningKey:
         return self._x25519().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
 
     def box_key(self, their_enc_pub: object) -> bytes:
-        """The 32-byte box key shared with ``their_enc_pub``; ``Refused('bad-enc-pub')``."""
+        """The 32-byte box key shared with ``their_enc_pub``; ``Refused('bad-enc-pub')``.
+
+        Kept per peer key (a few hundred at most): a drain opens many boxes from few peers,
+        and the X25519 exchange is a third of opening one."""
+        if isinstance(their_enc_pub, str):
+            known = self._boxes.get(their_enc_pub)
+            if known is not None:
+                return known
         from muretai_cli.seam._cryptobox import box_key
 
-        return box_key(self._x25519(), their_enc_pub)
+        key = box_key(self._x25519(), their_enc_pub)  # refuses anything not an enc_pub
+        if len(self._boxes) >= BOX_KEYS_KEPT:
+            self._boxes.clear()
+        self._boxes[their_enc_pub] = key  # type: ignore[index]
+        return key
 
     def sign(self, payload: bytes) -> str:
         """Sign exact bytes; returns the signature in strict base64."""
