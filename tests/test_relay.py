@@ -326,6 +326,8 @@ def test_a_client_slow_to_send_its_headers_is_cut(tmp_path: Path) -> None:
         answer = _exchange(relay.port, b"POST /send HTTP/1.1\r\nHost: x\r\n")
         assert answer.startswith(b"HTTP/1.1 408"), answer[:60]
         assert time.monotonic() - started < 4
+        body = json.loads(answer.split(b"\r\n\r\n", 1)[1])  # the relay's refusal shape
+        assert set(body) == {"error", "message"} and body["error"] == "timeout"
         alice, bob = _keys()
         assert relay.deposit(alice, bob).status_code == 200  # the others are still served
 
@@ -354,7 +356,7 @@ def test_held_polls_count_against_the_connection_bounds(tmp_path: Path, bound: s
         held = _held_poll(relay, bob)
         # a held poll is a request in flight: never evicted as idle, so the newcomer is refused
         resp = relay.deposit(alice, carol)
-        assert resp.status_code == 503, resp.text
+        assert resp.status_code == 503 and _error(resp) == "busy", resp.text
         held.close()
         _until(lambda: relay.relay.notifier.listeners() == 0)  # type: ignore[attr-defined]
         _until(lambda: relay.deposit(alice, carol).status_code == 200)

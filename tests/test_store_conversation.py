@@ -59,6 +59,16 @@ def test_a_reply_in_the_same_second_comes_after_what_it_answers(store: DoorStore
         "question", "answer", "thanks"]
 
 
+def test_the_last_message_with_a_peer_is_the_reply_in_the_same_second(
+        store: DoorStore) -> None:
+    store.record_sent(peer=PEER, message={"messageId": "m-out", "contextId": "c-1",
+                                          "text": "question", "timestamp": NOW},
+                      channel="relay", state="queued", now=NOW, address="https://r")
+    assert store.accept(env("m-in", "answer", channel="relay", replyTo="m-out"), NOW)
+    (summary,) = store.peers_summary()
+    assert summary["did"] == PEER and summary["lastMessage"]["text"] == "answer"
+
+
 def test_relayed_deposits_are_shown_once(store: DoorStore) -> None:
     assert store.accept(env("m-1", "one", channel="relay", depositId="d-1"), NOW)
     store.record_refused(PEER, "d-2", "cannot-open", "no", NOW)

@@ -747,6 +747,16 @@ class DoorStore:
                      ) -> list[dict[str, Any]]:
         """Both directions, sent and received: grouped by conversation (the one with the
         latest message last), oldest first within each."""
+        items = self._timeline(peer, context)
+        last: dict[Any, int] = {}
+        for index, item in enumerate(items):
+            last[(item["peer"], item["contextId"])] = index
+        items.sort(key=lambda m: (last[(m["peer"], m["contextId"])], m["received"]))
+        return items
+
+    def _timeline(self, peer: str | None, context: str | None) -> list[dict[str, Any]]:
+        """Every message either way (filtered), oldest first: by the second it was sent or
+        received, and within one second by its depth in its reply chain."""
         # A filter left out is NULL, which matches everything (one fixed statement).
         rows = self.db.all(
             "SELECT * FROM (SELECT 'in' AS direction, i.sender AS peer, i.message_id, "
@@ -767,6 +777,8 @@ class DoorStore:
         parent = {m["messageId"]: m["replyTo"] for m in items}
         depth: dict[str, int] = {}
         for item in items:
+            item["verified"] = bool(item["verified"])
+            item["wba"] = _wba_of(item["wba"])
             chain: list[str] = []
             cur = item["messageId"]
             while cur in parent and cur not in depth and cur not in chain:
@@ -776,24 +788,16 @@ class DoorStore:
             for offset, mid in enumerate(reversed(chain), start=1):
                 depth[mid] = base + offset
         items.sort(key=lambda m: (m["received"], depth[m["messageId"]]))
-        last: dict[Any, int] = {}
-        for index, item in enumerate(items):
-            item["verified"] = bool(item["verified"])
-            item["wba"] = _wba_of(item["wba"])
-            last[(item["peer"], item["contextId"])] = index
-        items.sort(key=lambda m: (last[(m["peer"], m["contextId"])], m["received"]))
         return items
 
     def peers_summary(self) -> list[dict[str, Any]]:
-        """Every peer written to or heard from: its relay, and the last message either way."""
-        rows = self.db.all(
-            "SELECT peer, direction, text, at, channel FROM (SELECT sender AS peer, 'in' AS "
-            "direction, text, received AS at, channel, id FROM inbox UNION ALL SELECT peer, "
-            "'out', text, sent, channel, id FROM sent) AS m ORDER BY at, id")
+        """Every peer written to or heard from: its relay, and the last message either way
+        (the conversation view's order, so a reply in the second of its parent is later)."""
         out: dict[str, dict[str, Any]] = {}
-        for peer, direction, text, at, channel in rows:
-            out[peer] = {"did": peer, "lastMessage": {"direction": direction, "text": text,
-                                                      "at": at, "channel": channel}}
+        for item in self._timeline(None, None):
+            out[item["peer"]] = {"did": item["peer"], "lastMessage": {
+                "direction": item["direction"], "text": item["text"], "at": item["received"],
+                "channel": item["channel"]}}
         for did, relay in self.db.all("SELECT did, relay FROM peers"):
             out.setdefault(did, {"did": did, "lastMessage": None})["relay"] = relay
         return [out[k] for k in sorted(out)]

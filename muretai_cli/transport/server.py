@@ -42,12 +42,13 @@ if TYPE_CHECKING:
 
 MAX_HEADER_BYTES = 16 * 1024  # request line and headers, on both parsers
 EVICT_IDLE_AFTER = 0.25  # younger idle connections are likely about to send their request
-_TIMEOUT_BODY = b'{"error":"request headers did not arrive in time"}'
+# {error: CODE, message: TEXT}, the refusal shape of the relay (the door's clients read the status)
+_TIMEOUT_BODY = b'{"error":"timeout","message":"request headers did not arrive in time"}'
 _TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
                 b"content-length: " + str(len(_TIMEOUT_BODY)).encode() +
                 b"\r\nconnection: close\r\n\r\n" + _TIMEOUT_BODY)
 
-_BUSY_BODY = b'{"error":"too many connections"}'
+_BUSY_BODY = b'{"error":"busy","message":"too many connections; retry later"}'
 _BUSY_503 = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
              b"content-length: " + str(len(_BUSY_BODY)).encode() +
              b"\r\nconnection: close\r\n\r\n" + _BUSY_BODY)
