@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +15,7 @@ import httpx
 from muretai_cli.artifacts.message import build_message, build_message_send
 from muretai_cli.door.app import build_app
 from muretai_cli.door.core import Door, DoorConfig
+from muretai_cli.door.respond import OnMessage
 from muretai_cli.home import KeyStore, keys_dir
 from muretai_cli.inbox.store import DoorStore, db_path, open_door_store
 from muretai_cli.seam import SigningKey, sign_envelope
@@ -70,7 +71,8 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
               rate_total: int = 0, slow: float = 10.0, name: str = "door",
               http: str = "auto", url: str | None = None, db: str | None = None,
               max_connections: int = 1000, max_per_client: int = 100, idle: float = 5.0,
-              wba_allow_private: bool = False) -> Iterator[Live]:
+              wba_allow_private: bool = False, on_message: OnMessage | None = None,
+              on_event: Callable[[dict[str, Any]], None] | None = None) -> Iterator[Live]:
     """A door on an ephemeral port; ``url`` is the base URL it publishes (default: its own,
     another when something sits in front of it, as a TLS terminator would); ``db`` its
     store's ``--db`` (a PostgreSQL URL; default the identity's SQLite file)."""
@@ -88,7 +90,7 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
 
         init_door_store(ident.did, db)
     door = Door(key, config, open_door_store(ident.did, db) if db
-                else DoorStore(db_path(ident.did)))
+                else DoorStore(db_path(ident.did)), on_message=on_message, on_event=on_event)
     config = server_config(build_app(door), host="127.0.0.1", port=port, http=http,
                            slow_seconds=slow, max_connections=max_connections,
                            max_per_client=max_per_client, idle_seconds=idle)

@@ -133,17 +133,26 @@ def serve(
     workers: Annotated[int, typer.Option(
         "--workers", min=1, help="Processes serving on the one port (with PostgreSQL, or "
                                  "SQLite on one host: see docs/scale-out.md).")] = 1,
+    on_message: Annotated[str | None, typer.Option(
+        "--on-message", metavar="CMD", show_default=False,
+        help="Run CMD (no shell) for each message delivered to the inbox, the verified "
+             "message as JSON on stdin; what it prints is the signed reply's text. A "
+             "failing or slow CMD leaves the receipt and logs a warning.")] = None,
+    on_message_timeout: Annotated[str, typer.Option(
+        "--on-message-timeout", metavar="DURATION",
+        help="How long CMD may take: 5, 1.5s, 1m.")] = "5s",
     db: DbOpt = None,
     keys: KeysOpt = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Also print each event as a JSON line on stdout: listening, "
-                       "accepted, held, refused.")] = False,
+                       "accepted, held, refused, answered.")] = False,
 ) -> None:
     """Run the door: the signed card, message/send and contact/redeem, on 127.0.0.1.
 
     Each arrival is logged on stderr (time, outcome, method, claimed sender).
     """
     from muretai_cli.cli._out import read_input
+    from muretai_cli.durations import parse_seconds
     from muretai_cli.urls import parse_base_url
 
     base = parse_base_url(url)
@@ -161,6 +170,13 @@ def serve(
                          rate_per_sender=rate_per_sender, rate_total=rate_total,
                          slow_seconds=slow_seconds, max_connections=max_connections,
                          max_per_client=max_per_client, idle_seconds=idle_seconds)
+    responder = None
+    if on_message is not None:
+        from muretai_cli.door.respond import OnMessage
+
+        # A forked worker gets its own copy (its slots are made on its own loop).
+        responder = OnMessage(on_message, timeout=parse_seconds(
+            on_message_timeout, name="--on-message-timeout"))
     ident = load_identity(as_, keys)
     linkage = _did_configuration(did_configuration, base, ident.did)
     membership = None
@@ -205,7 +221,8 @@ def serve(
 
     def prepare() -> uvicorn.Server:
         door = Door(signing_key, config, store if workers == 1
-                    else open_store(ident, db, durable=durable), on_event=told)
+                    else open_store(ident, db, durable=durable), on_event=told,
+                    on_message=responder)
         return uvicorn.Server(server_config(
             build_app(door), host=host, port=bound[1], http=http,
             slow_seconds=config.slow_seconds, max_connections=config.max_connections,
@@ -251,6 +268,11 @@ def arrivals(json_out: bool) -> Callable[[dict[str, Any]], None]:
             extra = f"  request {safe(event.get('requestId'), limit=80)}"
         elif outcome == "refused":
             extra = f"  {event.get('code')} {safe(event.get('reason'), limit=80)}"
+        elif outcome == "answered":
+            warning = event.get("warning")
+            extra = f"  by {event.get('by')}" + (
+                f"  warning {warning['code']}: {safe(warning['message'], limit=120)}"
+                if warning else "")
         if event.get("wba"):
             extra += "  " + wba_text(event["wba"])
         line = (f"{when(event.get('time'))}  {outcome:<8} {safe(event.get('method'), limit=40)}"
@@ -259,7 +281,8 @@ def arrivals(json_out: bool) -> Callable[[dict[str, Any]], None]:
         with lock:
             note(line)
             if json_out:
-                emit_json_line({"ok": outcome != "refused", **event})
+                emit_json_line({"ok": outcome != "refused" and "warning" not in event,
+                                **event})
 
     return told
 

@@ -151,13 +151,20 @@ class DoorHTTP:
         signed = _signature_headers(scope)
         # Recorded beside the message; never a reason to admit or refuse it (door/wba.py).
         wba = await self.wba.check(signed) if signed is not None else None
-        if self.door.offload is not None:  # a shared store: commits wait for its disk
-            loop = asyncio.get_running_loop()
-            status, body, headers = await loop.run_in_executor(
-                self.door.offload, self.door.handle_post, raw, wba)
+        door = self.door
+        loop = asyncio.get_running_loop()
+        if door.offload is not None:  # a shared store: commits wait for its disk
+            reply, delivered = await loop.run_in_executor(door.offload, door.receive, raw, wba)
         else:
-            status, body, headers = self.door.handle_post(raw, wba)
-        await answer(send, status, body, headers)
+            reply, delivered = door.receive(raw, wba)
+        if delivered is not None and door.on_message is not None:
+            outcome = await door.on_message.answer(delivered.message)  # off the loop
+            if door.offload is not None:
+                reply = await loop.run_in_executor(door.offload, door.answered, delivered,
+                                                   outcome)
+            else:
+                reply = door.answered(delivered, outcome)
+        await answer(send, *reply)
 
 
 def build_app(door: Door) -> Starlette:

@@ -26,6 +26,7 @@ from muretai_cli.rate import RateLimits
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 
 if TYPE_CHECKING:
+    from muretai_cli.door.respond import OnMessage, Outcome
     from muretai_cli.door.wba import WbaVerdict
     from muretai_cli.seam import SigningKey
     from muretai_cli.urls import BaseUrl
@@ -82,6 +83,16 @@ class DoorConfig:
 
 
 Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """A ``message/send`` consent delivered to the inbox just now (not held, refused or a
+    repeat), with the answer it was given: what ``--on-message`` may answer instead."""
+
+    answer: Answer
+    rid: Any
+    message: dict[str, Any]  # the verified six fields, sig and proved replyTo
 # contact/redeem refusals by the artifact's reason: JSON-RPC codes (default -32001).
 _REDEEM_CODES = {"malformed-grant": -32602, "grant-for-other-did": -32011, "stale": -32002,
                  "from-the-future": -32002}
@@ -115,9 +126,11 @@ class Door:
 
     def __init__(self, key: SigningKey, config: DoorConfig, store: DoorStore, *,
                  clock: Callable[[], float] = time.time,
-                 on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_event: Callable[[dict[str, Any]], None] | None = None,
+                 on_message: OnMessage | None = None) -> None:
         self.key = key
         self.on_event = on_event  # told of each arrival's outcome (serve logs it)
+        self.on_message = on_message  # answers delivered messages (door/respond.py)
         self.did = key.did
         self.config = config
         self._wba: tuple[int, bytes, tuple[tuple[bytes, bytes], ...]] | None = None
@@ -237,7 +250,13 @@ class Door:
 
     # -- a POST --------------------------------------------------------------------------
     def handle_post(self, raw: bytes, wba: WbaVerdict | None = None) -> Answer:
-        """One POST body to one HTTP answer. Never raises; -32603 at worst.
+        """One POST body to one HTTP answer. Never raises; -32603 at worst."""
+        return self.receive(raw, wba)[0]
+
+    def receive(self, raw: bytes, wba: WbaVerdict | None = None
+                ) -> tuple[Answer, Delivered | None]:
+        """One POST body to its answer, and the message it delivered (None if it delivered
+        nothing new). Never raises; -32603 at worst.
 
         ``wba`` is the Web Bot Auth verdict on the request that carried it (when signed):
         kept with the message and told in the events, never a reason to admit or refuse."""
@@ -249,28 +268,55 @@ class Door:
             rid = ladder.safe_id(doc.get("id"))
             method, params = ladder.rpc_shape(doc)
             now = int(self.clock())
+            delivered = None
             if method == "message/send":
-                result = self._message(params, now, found.get("wba"))
+                result, delivered = self._message(params, now, found.get("wba"))
             elif method == "onboard/claim":
                 result = self._claim(params, now)
             else:
                 result = self._redeem(params, now)
             self._tell("accepted", method, params, **found)
-            return 200, _dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode(), \
-                JSON_HEADERS
+            answer = _result(rid, result)
+            return answer, Delivered(answer, rid, delivered) if delivered else None
         except RpcError as err:
             self._tell_refusal(err, doc if isinstance(doc, dict) else None, found)
             body = {"jsonrpc": "2.0", "id": rid, "error": err.error_object()}
-            return err.status, _dumps(body).encode(), JSON_HEADERS + err.headers
+            return (err.status, _dumps(body).encode(), JSON_HEADERS + err.headers), None
         except DatabaseUnavailable as exc:
             # Nothing was committed (or the commit's fate is unknown): never a signed reply.
             log.warning("door: database unavailable: %s", exc.detail)
-            return UNAVAILABLE
+            return UNAVAILABLE, None
         except Exception:
             log.exception("door: internal error answering a POST")
             body = {"jsonrpc": "2.0", "id": rid,
                     "error": {"code": -32603, "message": "Internal error"}}
-            return 200, _dumps(body).encode(), JSON_HEADERS
+            return (200, _dumps(body).encode(), JSON_HEADERS), None
+
+    def answered(self, delivered: Delivered, outcome: Outcome) -> Answer:
+        """The answer to a delivered message once ``--on-message`` ran: a reply signed over
+        its text (kept for an exact repeat), else the receipt already made, with a warning
+        when CMD failed. Never raises: the receipt at worst."""
+        fields = delivered.message
+        facts: dict[str, Any] = {"by": "receipt"}
+        answer = delivered.answer
+        try:
+            if outcome.text is not None:
+                reply = self._reply(fields, outcome.text, int(self.clock()))
+                signed = _result(delivered.rid, reply)
+                self.store.keep_reply(fields["from"], fields["messageId"], _dumps(reply))
+                answer, facts = signed, {"by": "on-message"}
+            elif outcome.code is not None:
+                facts["warning"] = {"code": outcome.code, "message": outcome.message}
+        except Exception as exc:  # the receipt stands; the owner is told why
+            log.warning("door: on-message reply not kept: %s", exc)
+            answer = delivered.answer
+            facts = {"by": "receipt", "warning": {"code": "not-kept",
+                                                  "message": "the reply could not be kept"}}
+        if self.on_event is None and "warning" in facts:
+            log.warning("door: on-message %s: %s", outcome.code, outcome.message)
+        self._tell("answered", "message/send", {"message": {
+            "messageId": fields["messageId"], "metadata": {"from": fields["from"]}}}, **facts)
+        return answer
 
     def _tell(self, event: str, method: str | None, params: object, **facts: Any) -> None:
         """Tell ``on_event`` of an arrival: what came (method, claimed sender, messageId) and
@@ -311,8 +357,9 @@ class Door:
                            data={"reason": "rate-limited", "retryAfter": wait},
                            headers=((b"retry-after", str(wait).encode()),))
 
-    def _message(self, params: dict[str, Any], now: int,
-                 wba: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _message(self, params: dict[str, Any], now: int, wba: dict[str, Any] | None = None
+                 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The reply to a message/send, and the message if consent delivered it now."""
         env = ladder.a2a_message(params)
         ladder.text_size(env["text"])
         fields = ladder.six(env, self.terms)
@@ -326,11 +373,11 @@ class Door:
             if kept is None:
                 raise RpcError(-32002, "replay")
             kept.setdefault("metadata", {})["recovered"] = True
-            return kept
+            return kept, None
         ladder.signature(fields, env["sig"])
         self._rate(fields["from"], self.clock())
         fields["sig"] = env["sig"]
-        reply = self._reply(fields, "accepted", now)
+        reply = self._reply(fields, f"accepted: delivered to {self.config.name}'s inbox", now)
         from muretai_cli.inbox.relayed import proved_reply_to
 
         admitted = {**fields, "relay": env["relay"], "reply": _dumps(reply),
@@ -340,7 +387,10 @@ class Door:
         if now - self._last_prune > 60:
             self._last_prune = now
             self.store.prune(now)
-        return reply
+        from muretai_cli.seam import SIGNED_FIELDS
+
+        message = {k: admitted[k] for k in (*SIGNED_FIELDS, "sig", "replyTo")}
+        return reply, message
 
     def _gate(self, request_id: str) -> dict[str, Any]:
         """The WebMCP gate shape: what a person must do, and what the agent should do."""
@@ -356,12 +406,12 @@ class Door:
                          "decision.",
         }
 
-    def _reply(self, env: dict[str, Any], outcome: str, now: int) -> dict[str, Any]:
+    def _reply(self, env: dict[str, Any], text: str, now: int) -> dict[str, Any]:
         from muretai_cli.artifacts.message import reply_message_id, signed_message
 
         # The reply's signed messageId and contextId bind it to the request it answers.
         message = signed_message(self.key, to=env["from"],
-                                 text=f"{outcome}: delivered to {self.config.name}'s inbox",
+                                 text=text,
                                  now=now, context_id=env["contextId"],
                                  role="agent", reply_to=env["messageId"],
                                  message_id=reply_message_id(env["from"], env["messageId"]))
@@ -404,6 +454,10 @@ class Door:
             raise
         except MuretaiError as exc:
             raise ladder.refused(rpc_code(exc.code), exc) from None
+
+
+def _result(rid: Any, result: dict[str, Any]) -> Answer:
+    return 200, _dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode(), JSON_HEADERS
 
 
 def terms(did: str, endpoint: str, policy: str) -> dict[str, Any]:

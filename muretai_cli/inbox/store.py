@@ -431,6 +431,13 @@ class DoorStore:
         reply: dict[str, Any] = json.loads(row[4])
         return reply
 
+    def keep_reply(self, sender: str, message_id: str, reply: str) -> None:
+        """Keep ``reply`` (signed JSON) as the answer to a message the door accepted, in
+        place of the receipt (``serve --on-message``): an exact repeat is given it."""
+        with self.db.transaction(exclusive=False) as tx:
+            tx.execute("UPDATE inbox SET reply=? WHERE sender=? AND message_id=? AND "
+                       "channel='door'", (reply, sender, message_id))
+
     def hold(self, env: dict[str, Any], now: int) -> str | None:
         """Hold a message for the owner's decision; returns the sender's request id (the
         first held one: one request per stranger, whichever process held it), None for a
