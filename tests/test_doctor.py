@@ -155,3 +155,21 @@ def test_relay_and_card_publication(tmp_path: Path) -> None:
         run_fix("muretai card publish --as me")
         code, doc = doctor("--as", "me")
         assert code == 0 and status(doc)["relay me"][0] == "ok", doc
+
+
+def test_clock_against_our_own_door_and_relay(tmp_path: Path) -> None:
+    """Our door and relay send an HTTP Date, so doctor can read their clock (it said
+    'skipped' for both while the transport left the header out)."""
+    from tests.door_helpers import live_door
+    from tests.proc_helpers import start_relay
+
+    new_identity("me")
+    with live_door() as door:
+        _, doc = doctor("--peer", door.base)
+    assert status(doc)["clock"][0] == "ok", doc
+    relay = start_relay(tmp_path, "--db", str(tmp_path / "relay.db")).wait_ready()
+    try:
+        _, doc = doctor("--peer", relay.base)
+    finally:
+        relay.stop()
+    assert status(doc)["clock"][0] == "ok", doc

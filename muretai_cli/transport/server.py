@@ -359,7 +359,7 @@ def server_config(app: Any, *, host: str, port: int, slow_seconds: float,
                                             idle_seconds=idle_seconds),
                           lifespan="on", access_log=False, log_level="warning",
                           timeout_keep_alive=max(1, round(idle_seconds)),
-                          server_header=False, date_header=False, proxy_headers=False)
+                          server_header=False, date_header=True, proxy_headers=False)
 
 
 def bind(host: str, port: int) -> socket.socket:
