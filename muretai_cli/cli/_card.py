@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from muretai_cli.cli._out import (
+    AsOpt,
     JsonOpt,
     KeysOpt,
     did_option,
@@ -155,7 +156,7 @@ def forget(
 @app.command("publish")
 @handles_errors
 def publish(
-    as_: Annotated[str, typer.Option("--as", help="The identity whose card this is.")],
+    as_: AsOpt = None,
     url: Annotated[str, typer.Option("--url", help="Its door's URL, if it serves one "
                                      "(empty: relay only).")] = "",
     name: Annotated[str | None, typer.Option("--name", help="The name on the card (default: "
@@ -178,8 +179,8 @@ def publish(
     ident = load_identity(as_, keys)
     relay = Profiles().relay_of(ident.did)
     if relay is None:
-        raise InputError("no-relay", f"{as_} has no relay",
-                         hint=f"set one with `muretai id relay {as_} URL`")
+        raise InputError("no-relay", f"{ident.name} has no relay",
+                         hint=f"set one with `muretai id relay {ident.name} URL`")
     door = parse_base_url(url).text if url else ""
     key = ident.signing_key()
     card = {"did": key.did, "name": name or ident.name, "url": door, "relay": relay,

@@ -20,8 +20,9 @@ DbOpt = Annotated[str | None, typer.Option(
     "--db", envvar="MURETAI_DB", show_envvar=True,
     help="The store's database: postgresql://user@host/dbname, or a SQLite file "
          "(default: the identity's file under $MURETAI_HOME/doors).")]
-AsOpt = Annotated[str | None, typer.Option("--as", help="The identity whose door store this "
-                                                         "is.")]
+AsOpt = Annotated[str | None, typer.Option(
+    "--as", metavar="NAME|DID", show_default=False,
+    help="The identity whose door store this is (default $MURETAI_AS).")]
 RelayOpt = Annotated[bool, typer.Option("--relay", help="The relay's store instead of a door's "
                                                         "(--db as for `relay serve`).")]
 
@@ -36,7 +37,7 @@ def fix_command(name: str, db: str | None) -> str:
 
 def _run(verb: str, as_: str | None, relay: bool, db: str | None, keys: KeysOpt,
          json_out: bool) -> None:
-    from muretai_cli.cli._out import load_identity
+    from muretai_cli.cli._out import chosen_identity, load_identity
     from muretai_cli.db import (
         Database,
         Schema,
@@ -51,8 +52,11 @@ def _run(verb: str, as_: str | None, relay: bool, db: str | None, keys: KeysOpt,
 
     schema: Schema
     database: Database
+    if not relay:
+        as_ = chosen_identity(as_)
     if relay == (as_ is not None):
-        raise InputError("usage", "name one store: --as NAME (a door) or --relay")
+        raise InputError("usage", "name one store: --as NAME (a door; or $MURETAI_AS) or "
+                                  "--relay")
     if relay or as_ is None:
         from muretai_cli.relay import store as relay_store
 

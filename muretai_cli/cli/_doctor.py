@@ -54,6 +54,8 @@ def doctor(
     store = KeyStore(keys_dir(keys))
     findings = check_home(home_dir(), store.root)
     named = chosen_identity(as_)
+    if named and named.startswith("did:"):  # checked by its name (a DID names no file)
+        named = store.name_of(named) or named
     names = [named] if named else store.names()
     if not names:
         findings.append(Finding("identities", "problem", f"no identity in {store.root}",

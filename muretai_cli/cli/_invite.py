@@ -11,6 +11,7 @@ import typer
 from muretai_cli.cli._db import DbOpt
 from muretai_cli.cli._door import open_store
 from muretai_cli.cli._out import (
+    AsOpt,
     JsonOpt,
     KeysOpt,
     emit_json,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True, help="Invite someone: a signed card they answer with "
                                              "a claim, after which each holds the other.")
 
-AsOpt = Annotated[str, typer.Option("--as", help="Your identity.")]
 InviteArg = Annotated[str, typer.Argument(
     help="The invite: its muretai:invite:… text, a file holding it (or its JSON), or -.")]
 NowOpt = Annotated[int | None, typer.Option(
@@ -65,7 +65,7 @@ def _describe(invite: Invite) -> str:
 @app.command("create")
 @handles_errors
 def create(
-    as_: AsOpt,
+    as_: AsOpt = None,
     ttl: Annotated[str, typer.Option("--ttl", help="How long it stays valid (7d, 12h, …).")
                    ] = "7d",
     uses: Annotated[int, typer.Option("--uses", min=1, help="How many people may use it.")
@@ -118,7 +118,7 @@ def create(
 
 @app.command("list")
 @handles_errors
-def list_(as_: AsOpt, all_: Annotated[bool, typer.Option(
+def list_(as_: AsOpt = None, all_: Annotated[bool, typer.Option(
         "--all", help="Also those expired, used up or revoked.")] = False,
           db: DbOpt = None, keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
     """The invites you issued that can still be used: nonce, uses left, expiry."""
@@ -144,8 +144,9 @@ def list_(as_: AsOpt, all_: Annotated[bool, typer.Option(
 
 @app.command("revoke")
 @handles_errors
-def revoke(as_: AsOpt, nonce: Annotated[str, typer.Argument(help="The invite's nonce.")],
-           db: DbOpt = None, keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
+def revoke(nonce: Annotated[str, typer.Argument(help="The invite's nonce.")],
+           as_: AsOpt = None, db: DbOpt = None, keys: KeysOpt = None,
+           json_out: JsonOpt = False) -> None:
     """Revoke an invite: a claim presenting its nonce is refused from now on."""
     from muretai_cli.inbox.invites import InviteStore
 
@@ -163,7 +164,7 @@ def revoke(as_: AsOpt, nonce: Annotated[str, typer.Argument(help="The invite's n
 
 @app.command("contacts")
 @handles_errors
-def contacts(as_: AsOpt, db: DbOpt = None, keys: KeysOpt = None,
+def contacts(as_: AsOpt = None, db: DbOpt = None, keys: KeysOpt = None,
              json_out: JsonOpt = False) -> None:
     """Who you met through invites (either way): DID, the name they gave, their addresses."""
     from muretai_cli.inbox.invites import InviteStore
@@ -202,7 +203,7 @@ def verify(invite: InviteArg, now: NowOpt = None, json_out: JsonOpt = False) -> 
 @handles_errors
 def join(
     invite: InviteArg,
-    as_: AsOpt,
+    as_: AsOpt = None,
     message: Annotated[str | None, typer.Option("--message", help="A first message to send "
                                                 "once the claim is accepted.",
                                                 show_default=False)] = None,

@@ -36,8 +36,8 @@ NowOpt = Annotated[int | None, typer.Option(
     "--now", help="Judge at this epoch second instead of the clock.", show_default=False)]
 AS_ENV = "MURETAI_AS"
 AsOpt = Annotated[str | None, typer.Option(
-    "--as", help=f"The identity to act as (a name in keys/); default ${AS_ENV}.",
-    show_default=False)]
+    "--as", metavar="NAME|DID", show_default=False,
+    help=f"The identity to act as: a name in keys/, or its DID; default ${AS_ENV}.")]
 MAX_INPUT_BYTES = 1024 * 1024
 
 
@@ -57,9 +57,23 @@ def identity_name(as_: str | None) -> str:
 
 def load_identity(as_: str | None, keys: Path | None) -> Identity:
     """The identity ``--as`` (or ``$MURETAI_AS``) names, loaded with its permissions checked."""
+    return own_identity(identity_name(as_), keys)
+
+
+def own_identity(value: str, keys: Path | None, *, option: str = "--as") -> Identity:
+    """One of your identities, named or given by its DID, loaded with its permissions
+    checked; a DID none of them has is a usage error naming ``option``."""
     from muretai_cli.home import KeyStore, keys_dir
 
-    return KeyStore(keys_dir(keys)).load(identity_name(as_))
+    store = KeyStore(keys_dir(keys))
+    if value.startswith("did:"):
+        name = store.name_of(value)
+        if name is None:
+            raise InputError("no-such-identity", f"{option} {safe(value, limit=120)}: none of "
+                                                 f"your identities (in {store.root}) has this DID",
+                             hint="`muretai id list` shows your identities")
+        value = name
+    return store.load(value)
 
 # What peer text may not bring to a terminal, each shown as '?':
 # - C0/C1 controls (but tab/newline where allowed) and DEL;

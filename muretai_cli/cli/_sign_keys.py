@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import KeysOpt, did_option, handles_errors, note, safe
+from muretai_cli.cli._out import (
+    AsOpt,
+    KeysOpt,
+    did_option,
+    handles_errors,
+    load_identity,
+    note,
+    own_identity,
+    safe,
+)
 
-if TYPE_CHECKING:
-    from muretai_cli.seam import SigningKey
-
-AsOpt = Annotated[str, typer.Option("--as", help="The root (owner) identity that signs.")]
 EpochOpt = Annotated[int | None, typer.Option(
     "--epoch", min=0, help="The epoch (default: one above the last you signed).",
     show_default=False)]
@@ -28,12 +32,6 @@ UntilOpt = Annotated[str | None, typer.Option(
 NowOpt = Annotated[int | None, typer.Option("--now", help="ts to sign.", show_default=False)]
 JsonAccepted = Annotated[bool, typer.Option(
     "--json", help="Accepted for symmetry: the output is already one JSON document.")]
-
-
-def _key(name_or_did: str, keys: Path | None) -> SigningKey:
-    from muretai_cli.home import KeyStore, keys_dir
-
-    return KeyStore(keys_dir(keys)).load(name_or_did).signing_key()
 
 
 def _next_epoch(last: dict[str, Any] | None, asked: int | None, first: int) -> int:
@@ -54,9 +52,9 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
     @app.command("keystate")
     @handles_errors
     def sign_keystate(
-        as_: AsOpt,
         op: Annotated[str, typer.Option("--op", help="The operational identity (a name, or "
                                         "its did:key) the root delegates to.")],
+        as_: AsOpt = None,
         epoch: EpochOpt = None,
         valid_until: UntilOpt = None,
         now: NowOpt = None,
@@ -66,14 +64,14 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
         """Print a KeyState delegating --as's root to --op (the previous op key is burned)."""
         from muretai_cli.artifacts.keystate import mint_keystate
         from muretai_cli.durations import parse_moment
-        from muretai_cli.home import KeyStore, MintedRecords, keys_dir
+        from muretai_cli.home import MintedRecords
 
-        root = _key(as_, keys)
-        op_did = did_option(op, "--op") if op.startswith("did:") else \
-            KeyStore(keys_dir(keys)).load(op).did
+        ident = load_identity(as_, keys)
+        root = ident.signing_key()
+        op_did = did_option(op, "--op", keys=keys)
         clock = int(time.time()) if now is None else now
         minted = MintedRecords()
-        last = minted.last(as_, "keystate")
+        last = minted.last(ident.name, "keystate")
         burned = [d for d in (last or {}).get("revokedOps") or [] if isinstance(d, str)]
         if last and isinstance(last.get("opDid"), str) and last["opDid"] != op_did:
             burned.append(last["opDid"])
@@ -81,16 +79,16 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
             root, op_did=op_did, epoch=_next_epoch(last, epoch, 1), now=clock,
             not_after=parse_moment(valid_until, now=clock) if valid_until else None,
             revoked_ops=burned)
-        minted.keep(as_, "keystate", record)
+        minted.keep(ident.name, "keystate", record)
         emit(record)
 
     @app.command("owner-state")
     @handles_errors
     def sign_owner_state(
-        as_: AsOpt,
         revoke: Annotated[list[str], typer.Option(
-            "--revoke", help="A device DID to disown (repeat the option for more). Earlier "
-            "revocations you signed are kept.")],
+            "--revoke", help="A device DID (or a name for one) to disown; repeat the option "
+            "for more. Earlier revocations you signed are kept.")],
+        as_: AsOpt = None,
         epoch: EpochOpt = None,
         now: NowOpt = None,
         keys: KeysOpt = None,
@@ -100,26 +98,26 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
         from muretai_cli.artifacts.ownerstate import mint_owner_state
         from muretai_cli.home import MintedRecords
 
-        for did in revoke:
-            did_option(did, "--revoke")
-        owner = _key(as_, keys)
+        revoke = [did_option(did, "--revoke", keys=keys) for did in revoke]
+        ident = load_identity(as_, keys)
+        owner = ident.signing_key()
         minted = MintedRecords()
-        last = minted.last(as_, "owner-state")
+        last = minted.last(ident.name, "owner-state")
         earlier = [d for d in (last or {}).get("revoked") or [] if isinstance(d, str)]
         record, warnings = mint_owner_state(
             owner, epoch=_next_epoch(last, epoch, 0), revoked=[*earlier, *revoke],
             now=int(time.time()) if now is None else now)
         for w in warnings:
             note(f"warning: {w.code}: {safe(w.detail)}")
-        minted.keep(as_, "owner-state", record)
+        minted.keep(ident.name, "owner-state", record)
         emit(record)
 
     @app.command("binding")
     @handles_errors
     def sign_binding(
-        as_: AsOpt,
-        device: Annotated[str, typer.Option("--device", help="The device identity (a name "
-                                            "here: it countersigns).")],
+        device: Annotated[str, typer.Option("--device", help="The device identity, one of "
+                                            "yours (a name or its DID): it countersigns.")],
+        as_: AsOpt = None,
         valid_until: UntilOpt = None,
         now: NowOpt = None,
         keys: KeysOpt = None,
@@ -130,6 +128,8 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
         from muretai_cli.durations import parse_moment
 
         clock = int(time.time()) if now is None else now
-        emit(mint_binding(_key(as_, keys), _key(device, keys), now=clock,
+        owner = load_identity(as_, keys).signing_key()
+        countersigner = own_identity(device, keys, option="--device").signing_key()
+        emit(mint_binding(owner, countersigner, now=clock,
                           valid_until=parse_moment(valid_until, now=clock) if valid_until
                           else 0))

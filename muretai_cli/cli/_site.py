@@ -99,6 +99,6 @@ def check(
 def _signer(name: str | None, keys: Path | None) -> SigningKey | None:
     if name is None:
         return None
-    from muretai_cli.home import KeyStore, keys_dir
+    from muretai_cli.cli._out import own_identity
 
-    return KeyStore(keys_dir(keys)).load(name).signing_key()
+    return own_identity(name, keys).signing_key()

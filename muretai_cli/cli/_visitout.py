@@ -46,7 +46,8 @@ WbaAgentOpt = Annotated[str | None, typer.Option(
     help="Signature-Agent: where your key directory is served (your door's URL; default your "
          "DID-addressed site).")]
 WbaAsOpt = Annotated[str | None, typer.Option(
-    "--as", help="The identity that signs with --wba.", show_default=False)]
+    "--as", metavar="NAME|DID", help="The identity that signs with --wba (default "
+                                     "$MURETAI_AS).", show_default=False)]
 
 
 def make_client(timeout: str, max_bytes: int, *,
@@ -63,14 +64,17 @@ def wba_signer(wba: bool, name: str | None, keys: Path | None, agent: str | None
     """The request signer ``--wba`` asks for (None without it); ``--as`` names the key."""
     if not wba:
         return None
+    from muretai_cli.cli._out import chosen_identity, own_identity
+
+    name = chosen_identity(name)
     if name is None:
         from muretai_cli.errors import InputError
 
-        raise InputError("wba-needs-identity", "--wba signs as an identity: add --as NAME")
-    from muretai_cli.home import KeyStore, keys_dir
+        raise InputError("wba-needs-identity", "--wba signs as an identity: add --as NAME "
+                                               "(or set $MURETAI_AS)")
     from muretai_cli.visit.wba import request_signer
 
-    return request_signer(KeyStore(keys_dir(keys)).load(name).signing_key(), agent=agent)
+    return request_signer(own_identity(name, keys).signing_key(), agent=agent)
 
 
 def client_for(seconds: float, max_bytes: int) -> SafeClient:

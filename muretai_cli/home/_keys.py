@@ -139,6 +139,16 @@ class KeyStore:
         created = data.get("created")
         return Identity(name, key.did, created if isinstance(created, int) else 0, path)
 
+    def name_of(self, did: str) -> str | None:
+        """The name of the identity here whose DID is ``did`` (None if none is)."""
+        for name in self.names():
+            try:
+                if self.load(name, allow_loose=True).did == did:
+                    return name
+            except InputError:
+                continue  # an unreadable key file names nothing
+        return None
+
     def names(self) -> list[str]:
         if not self.root.is_dir():
             return []
