@@ -99,3 +99,28 @@ def test_wba_signs_as_muretai_as(me: str, monkeypatch: pytest.MonkeyPatch,
         monkeypatch.delenv("MURETAI_AS")
         result = run("card", "fetch", door.base, "--wba", "--json")
     assert result.exit_code == 2 and "wba-needs-identity" in result.stdout
+
+
+def test_a_contact_name_stands_for_its_did_as_the_identity_that_knows_it(me: str) -> None:
+    from muretai_cli.home import KeyStore, keys_dir
+    from muretai_cli.inbox.invites import Contact, InviteStore
+    from muretai_cli.inbox.store import open_door_store
+    from muretai_cli.seam import SigningKey
+
+    bob, mallory = SigningKey.generate().did, SigningKey.generate().did
+    assert _doc("db", "init", "--json")["did"] == me
+    store = open_door_store(KeyStore(keys_dir()).load("me").did, None)
+    try:
+        invites = InviteStore(store.db)
+        invites.add_contact(Contact(bob, "Bob", None, None, "https://bob.example", 1, "joined"))
+        invites.add_contact(Contact(mallory, "other", None, None, None, 1, "joined"))
+    finally:
+        store.close()
+    result = run("op", "senders", "allow", "bob", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["did"] == bob and "your contact Bob" in result.stderr
+    # a contact's name (its own words) never silently takes an identity's place
+    result = run("op", "senders", "block", "other", "--json")
+    assert result.exit_code == 2 and "ambiguous-name" in result.stdout
+    result = run("op", "--as", "other", "senders", "allow", "bob", "--json")
+    assert result.exit_code == 2 and "bad-did" in result.stdout, "contacts are per identity"

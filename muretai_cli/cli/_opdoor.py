@@ -58,10 +58,10 @@ def inbox(
 ) -> None:
     """Conversations, both directions (sent and received, by door or relay): the one with
     the latest message last, oldest first within each; verified flag, channel, reply link."""
-    if peer is not None:
-        peer = did_option(peer, "--peer")
     store = op_store(ctx)
     try:
+        if peer is not None:
+            peer = did_option(peer, "--peer", store=store)
         rows = store.conversation(peer=peer, context=context)
     finally:
         store.close()
@@ -203,9 +203,9 @@ def senders_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
 
 
 def _set(ctx: typer.Context, did: str, status: Any, json_out: bool, verb: str) -> None:
-    did = did_option(did, "DID")
     store = op_store(ctx)
     try:
+        did = did_option(did, "DID", store=store)
         store.set_sender(did, status, int(time.time()))
     finally:
         store.close()

@@ -165,12 +165,16 @@ def dm(
     from muretai_cli.home import ConnectionStore, PinStore, Profiles, TrustList
     from muretai_cli.visit.send import Sender, send_dm
 
-    did = did_option(did, "DID")
     text = message_text(message, message_file)
     grant_or_url = connect_value(connect)
     ident = op_identity(ctx)
     key = ident.signing_key()
     store = op_store(ctx)
+    try:
+        did = did_option(did, "DID", store=store)
+    except BaseException:
+        store.close()
+        raise
     signer = None
     if wba:
         from muretai_cli.visit.wba import request_signer

@@ -21,6 +21,7 @@ from muretai_cli.errors import InputError, MuretaiError
 
 if TYPE_CHECKING:
     from muretai_cli.home import Identity
+    from muretai_cli.inbox.store import DoorStore
     from muretai_cli.verdict import Verdict
 
 P = ParamSpec("P")
@@ -304,14 +305,16 @@ def verify_batch(files: list[str], json_out: bool, check: Callable[[object], Ver
     raise typer.Exit(render_batch(results, json_out, summary, fmt=fmt, suite=suite))
 
 
-def did_option(value: str, name: str, *, keys: Path | None = None) -> str:
-    """A DID the user typed, or a name for one: one of your identities (in ``keys``) or an
-    org on your trust list, resolved and said on stderr. A malformed DID or an unknown name
-    is a usage error (exit 2 ``bad-did``) naming the option, never a refusal from a peer."""
+def did_option(value: str, name: str, *, keys: Path | None = None,
+               store: DoorStore | None = None) -> str:
+    """A DID the user typed, or a name for one: one of your identities (in ``keys``), an
+    org on your trust list, or (given the acting identity's ``store``) a contact you met
+    through an invite, resolved and said on stderr. A malformed DID or an unknown name is a
+    usage error (exit 2 ``bad-did``) naming the option, never a refusal from a peer."""
     from muretai_cli.seam import public_from_did
 
     if not value.startswith("did:"):
-        return _did_named(value, name, keys)
+        return _did_named(value, name, keys, store)
     try:
         public_from_did(value)
     except MuretaiError as exc:
@@ -321,16 +324,23 @@ def did_option(value: str, name: str, *, keys: Path | None = None) -> str:
     return value
 
 
-def _did_named(value: str, name: str, keys: Path | None) -> str:
+def _did_named(value: str, name: str, keys: Path | None, store: DoorStore | None) -> str:
     from muretai_cli.home import dids_named, keys_dir
 
     found = dids_named(value, keys_dir(keys))
+    if store is not None:
+        from muretai_cli.inbox.invites import InviteStore
+
+        known = {did for did, _ in found}
+        found += [(c.did, f"your contact {c.name}") for c in InviteStore(store.db).contacts()
+                  if c.name.casefold() == value.casefold() and c.did not in known]
     shown = safe(value, limit=120)
     if not found:
         raise InputError("bad-did", f"{name} {shown!r} is neither a did:key nor a name this "
                                     "machine knows",
                          hint="give a did:key (did:key:z6Mk…), one of your identities "
-                              "(`muretai id list`) or a trusted org (`muretai org list`)")
+                              "(`muretai id list`), a trusted org (`muretai org list`) or a "
+                              "contact (`muretai invite contacts`)")
     if len(found) > 1:
         raise InputError("ambiguous-name", f"{name} {shown!r} names {len(found)} DIDs: " +
                          "; ".join(f"{what}: {did}" for did, what in found),
