@@ -87,3 +87,20 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return str(tmp_path / "store.sqlite3")
     url: str = request.getfixturevalue("pg_url")
     return url
+
+
+@pytest.fixture
+def b58_decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of every base58 string decoded while the test runs: a DID past the cap must
+    be refused before its (quadratic) decode, which no wall-clock bound shows reliably."""
+    import base58
+
+    lengths: list[int] = []
+    real = base58.b58decode
+
+    def spy(value: str | bytes, *args: Any, **kw: Any) -> bytes:
+        lengths.append(len(value))
+        return real(value, *args, **kw)
+
+    monkeypatch.setattr(base58, "b58decode", spy)
+    return lengths

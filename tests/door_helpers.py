@@ -1,7 +1,10 @@
-"""A live door for tests: real uvicorn on 127.0.0.1, an ephemeral port, always stopped."""
+"""Doors for tests. ``live_door``: real uvicorn on 127.0.0.1, an ephemeral port, always
+stopped (for what the socket and the transport do). ``local_door``: the same door's ASGI app
+driven in-process by starlette's TestClient, no socket (for the ladder and the policy)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import time
@@ -33,15 +36,25 @@ class Live:
     name: str
     address: str = ""  # where it really listens (http://127.0.0.1:PORT)
     db: str | None = None  # the store's --db (None: the identity's SQLite file)
+    http: InProcess | None = None  # local_door's; None: over the socket
 
     @property
     def did(self) -> str:
         return self.key.did
 
+    def request(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        """Any request to the door (absolute ``url``), over its socket or in-process."""
+        if self.http is not None:
+            return self.http.request(method, url, **kw)
+        return httpx.request(method, url, **kw)
+
+    def get(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("GET", url, **kw)
+
     def post(self, body: bytes | dict[str, Any], **kw: Any) -> httpx.Response:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        return httpx.post(self.base or self.origin, content=raw,
-                          headers={"content-type": "application/json"}, timeout=10, **kw)
+        return self.request("POST", kw.pop("url", self.base or self.origin), content=raw,
+                            headers={"content-type": "application/json"}, timeout=10, **kw)
 
     def rpc(self, body: bytes | dict[str, Any]) -> dict[str, Any]:
         resp = self.post(body)
@@ -76,26 +89,65 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
     """A door on an ephemeral port; ``url`` is the base URL it publishes (default: its own,
     another when something sits in front of it, as a TLS terminator would); ``db`` its
     store's ``--db`` (a PostgreSQL URL; default the identity's SQLite file)."""
-    store_keys = KeyStore(keys_dir())
-    ident = store_keys.load(name) if store_keys.path_of(name).exists() else store_keys.create(name)
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    base = parse_base_url(url or f"http://127.0.0.1:{port}{path}")
-    config = DoorConfig(name=name, url=base, policy=policy,  # type: ignore[arg-type]
-                        rate_per_sender=rate_per_sender, rate_total=rate_total,
-                        slow_seconds=slow, wba_allow_private=wba_allow_private)
-    key = ident.signing_key()
-    if db:
-        from tests.store_helpers import init_door_store
-
-        init_door_store(ident.did, db)
-    door = Door(key, config, open_door_store(ident.did, db) if db
-                else DoorStore(db_path(ident.did)), on_message=on_message, on_event=on_event)
+    door = make_door(policy, url or f"http://127.0.0.1:{port}{path}", name=name, db=db,
+                     rate_per_sender=rate_per_sender, rate_total=rate_total, slow=slow,
+                     wba_allow_private=wba_allow_private, on_message=on_message,
+                     on_event=on_event)
     config = server_config(build_app(door), host="127.0.0.1", port=port, http=http,
                            slow_seconds=slow, max_connections=max_connections,
                            max_per_client=max_per_client, idle_seconds=idle)
     with run_uvicorn(config, sock):
-        yield Live(base.text, base.origin, door, key, name, f"http://127.0.0.1:{port}", db)
+        yield Live(door.config.url.text, door.origin, door, door.key, name,
+                   f"http://127.0.0.1:{port}", db)
+
+
+def make_door(policy: str, url: str, *, name: str = "door", db: str | None = None,
+              rate_per_sender: int = 0, rate_total: int = 0, slow: float = 10.0,
+              wba_allow_private: bool = False, on_message: OnMessage | None = None,
+              on_event: Callable[[dict[str, Any]], None] | None = None) -> Door:
+    """A door for identity ``name`` (made on first use) publishing ``url``."""
+    store_keys = KeyStore(keys_dir())
+    ident = store_keys.load(name) if store_keys.path_of(name).exists() else store_keys.create(name)
+    config = DoorConfig(name=name, url=parse_base_url(url),
+                        policy=policy,  # type: ignore[arg-type]
+                        rate_per_sender=rate_per_sender, rate_total=rate_total,
+                        slow_seconds=slow, wba_allow_private=wba_allow_private)
+    if db:
+        from tests.store_helpers import init_door_store
+
+        init_door_store(ident.did, db)
+    return Door(ident.signing_key(), config, open_door_store(ident.did, db) if db
+                else DoorStore(db_path(ident.did)), on_message=on_message, on_event=on_event)
+
+
+@dataclass
+class InProcess:
+    """Requests to an ASGI app in this process (httpx.ASGITransport): no socket, no server."""
+
+    app: Any
+
+    def request(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        async def exchange() -> httpx.Response:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app)) as client:
+                return await client.request(method, url, **kw)
+
+        return asyncio.run(exchange())
+
+
+@contextmanager
+def local_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
+               rate_total: int = 0, name: str = "door") -> Iterator[Live]:
+    """The door's whole ASGI app (routes, body reading, ladder, policy, store) in-process:
+    no socket, port or server thread. Its URL names a port nothing listens on."""
+    door = make_door(policy, f"http://127.0.0.1:9{path}", name=name,
+                     rate_per_sender=rate_per_sender, rate_total=rate_total)
+    try:
+        yield Live(door.config.url.text, door.origin, door, door.key, name,
+                   http=InProcess(build_app(door)))
+    finally:
+        door.store.close()
 
 
 def raw_exchange(origin: str, data: bytes, *, wait: float = 5.0,

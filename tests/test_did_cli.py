@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import base58
@@ -118,11 +117,10 @@ def test_malformed_did_exits_1_with_the_reason(did: str, says: str) -> None:
     assert next(iter(doc)) == "ok" and doc["ok"] is False and doc["error"] == "bad-did"
 
 
-def test_hundred_thousand_character_did_is_quick_and_clean() -> None:
+def test_hundred_thousand_character_did_is_quick_and_clean(b58_decoded: list[int]) -> None:
     did = "did:key:z" + "6Mk" * 33_334
-    start = time.perf_counter()
     result = run(did)
-    assert time.perf_counter() - start < 1.0
+    assert b58_decoded == [], "refused by its length, before any decoding"
     assert result.exit_code == 1
     assert "at most 512" in result.stderr
     assert len(result.stderr) < 400  # the DID is not echoed back

@@ -7,7 +7,6 @@ import json
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from muretai_cli.artifacts.message import envelope_of
@@ -18,14 +17,22 @@ from muretai_cli.seam import (
     verify_card_envelope,
     verify_envelope,
 )
-from tests.door_helpers import Live, code_of, live_door, raw_exchange, send_request, status_of
+from tests.door_helpers import (
+    Live,
+    code_of,
+    live_door,
+    local_door,
+    raw_exchange,
+    send_request,
+    status_of,
+)
 
 SMALL_ORDER_DID = did_from_public(sorted(SMALL_ORDER_ENCODINGS)[0])
 
 
 @pytest.fixture()
 def door() -> Iterator[Live]:
-    with live_door("open") as live:
+    with local_door("open") as live:  # in-process: the ladder needs no socket
         yield live
 
 
@@ -66,15 +73,17 @@ def test_accepted_reply_is_signed_and_echoes(door: Live, alice: SigningKey) -> N
     assert inbox_count(door) == 2
 
 
-def test_body_cap_413_before_parsing(door: Live) -> None:
-    head = (f"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {1024 * 1024 + 1}\r\n\r\n").encode()
-    assert status_of(raw_exchange(door.origin, head)) == 413
-    # streamed (chunked, no length): refused once past the cap
-    chunk = b"x" * 65536
-    body = b"".join(b"%x\r\n" % len(chunk) + chunk + b"\r\n" for _ in range(17)) + b"0\r\n\r\n"
-    head = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-    assert status_of(raw_exchange(door.origin, head + body)) == 413
+def test_body_cap_413_before_parsing() -> None:
+    with live_door("open") as door:  # raw bytes on a real socket: the framing matters here
+        head = (f"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {1024 * 1024 + 1}\r\n\r\n").encode()
+        assert status_of(raw_exchange(door.origin, head)) == 413
+        # streamed (chunked, no length): refused once past the cap
+        chunk = b"x" * 65536
+        body = b"".join(b"%x\r\n" % len(chunk) + chunk + b"\r\n" for _ in range(17)) + \
+            b"0\r\n\r\n"
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        assert status_of(raw_exchange(door.origin, head + body)) == 413
 
 
 @pytest.mark.parametrize("raw", [b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":\xff}',
@@ -208,7 +217,7 @@ def test_signature_refusals_store_nothing(door: Live, alice: SigningKey) -> None
 
 
 def test_rate_limits_after_signature() -> None:
-    with live_door("open", rate_per_sender=2, rate_total=0) as door:
+    with local_door("open", rate_per_sender=2, rate_total=0) as door:
         alice = SigningKey.generate()
         for _ in range(2):
             assert "result" in door.rpc(send_request(alice, door.did))
@@ -217,7 +226,7 @@ def test_rate_limits_after_signature() -> None:
         assert resp.status_code == 429 and resp.json()["error"]["code"] == -32004
         assert int(resp.headers["retry-after"]) >= 1
         assert "result" in door.rpc(send_request(SigningKey.generate(), door.did))
-    with live_door("closed", rate_per_sender=0, rate_total=3) as door:
+    with local_door("closed", rate_per_sender=0, rate_total=3) as door:
         codes = [code_of(door.rpc(send_request(SigningKey.generate(), door.did)))
                  for _ in range(4)]
         assert codes == [-32010, -32010, -32010, -32004]  # rate precedes policy
@@ -249,9 +258,9 @@ def test_errors_never_echo_caller_text(door: Live, alice: SigningKey) -> None:
 
 
 def test_card_routes_and_envelope() -> None:
-    with live_door("open", path="/support") as door:
-        card = httpx.get(door.base + "/.well-known/agent-card.json")
-        legacy = httpx.get(door.base + "/.well-known/agent.json")
+    with local_door("open", path="/support") as door:
+        card = door.get(door.base + "/.well-known/agent-card.json")
+        legacy = door.get(door.base + "/.well-known/agent.json")
         assert card.status_code == 200 and card.content == legacy.content
         doc = card.json()
         for field in ("name", "description", "url", "did", "version", "protocolVersion",
@@ -259,19 +268,19 @@ def test_card_routes_and_envelope() -> None:
             assert field in doc
         assert doc["url"] == door.base and doc["did"] == door.did
         assert doc["protocolVersion"] == "0.2" and "contact" not in doc
-        env1 = httpx.get(door.base + "/.well-known/agent-card.sig.json").json()
-        env2 = httpx.get(door.base + "/.well-known/agent-card.sig.json").json()
+        env1 = door.get(door.base + "/.well-known/agent-card.sig.json").json()
+        env2 = door.get(door.base + "/.well-known/agent-card.sig.json").json()
         assert env1 == env2  # cached: no signature per request
         assert verify_card_envelope(env1, expected_did=door.did) == doc
         # routes hang off the path; everything else is 404
-        assert httpx.get(door.origin + "/.well-known/agent-card.json").status_code == 404
-        assert httpx.post(door.origin + "/", content=b"{}").status_code == 404
-        assert httpx.post(door.base + "/", content=b"{}").status_code == 404
-        assert httpx.post(door.base + "?x=1", content=b"{}").status_code == 404
-        assert httpx.request("OPTIONS", door.origin + "/nowhere").status_code == 404
-        got = httpx.get(door.base)
+        assert door.get(door.origin + "/.well-known/agent-card.json").status_code == 404
+        assert door.request("POST", door.origin + "/", content=b"{}").status_code == 404
+        assert door.request("POST", door.base + "/", content=b"{}").status_code == 404
+        assert door.request("POST", door.base + "?x=1", content=b"{}").status_code == 404
+        assert door.request("OPTIONS", door.origin + "/nowhere").status_code == 404
+        got = door.get(door.base)
         assert got.status_code == 405 and "POST" in got.headers["allow"]
-        opt = httpx.request("OPTIONS", door.base)
+        opt = door.request("OPTIONS", door.base)
         assert opt.status_code == 204 and "POST" in opt.headers["allow"]
         # a grant issued changes the card and re-signs the envelope
         from tests.cli_helpers import run
@@ -279,18 +288,18 @@ def test_card_routes_and_envelope() -> None:
         result = run("contact", "issue", "--as", "door", "--uses", "3", "--expires", "2d")
         assert result.exit_code == 0, result.stderr
         grant = json.loads(result.stdout)
-        doc2 = httpx.get(door.base + "/.well-known/agent-card.json").json()
+        doc2 = door.get(door.base + "/.well-known/agent-card.json").json()
         assert doc2["contact"] == grant
-        env3 = httpx.get(door.base + "/.well-known/agent-card.sig.json").json()
+        env3 = door.get(door.base + "/.well-known/agent-card.sig.json").json()
         assert env3["sig"] != env1["sig"]
         assert verify_card_envelope(env3, expected_did=door.did)["contact"] == grant
         assert run("contact", "revoke", "--as", "door", grant["id"]).exit_code == 0
-        assert "contact" not in httpx.get(door.base + "/.well-known/agent.json").json()
+        assert "contact" not in door.get(door.base + "/.well-known/agent.json").json()
 
 
 def test_keyless_walk_in_is_told_the_terms_partial_envelope_is_not(door: Live,
                                                                     alice: SigningKey) -> None:
-    card = httpx.get(door.origin + "/.well-known/agent-card.json").json()
+    card = door.get(door.origin + "/.well-known/agent-card.json").json()
     scheme = card["securitySchemes"]["did-key-ed25519"]["agentEntry"]
     assert card["security"] == [{"did-key-ed25519": []}]
     assert scheme["recipient"] == door.did and scheme["endpoint"] == door.origin + "/"

@@ -12,7 +12,7 @@ import httpx
 from muretai_cli.artifacts.grant import mint_grant, redeem_params
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import run, run_json
-from tests.door_helpers import Live, code_of, live_door, send_request
+from tests.door_helpers import Live, code_of, live_door, local_door, send_request
 
 
 def issue(uses: int = 5, expires: str = "1d") -> dict[str, Any]:
@@ -41,7 +41,7 @@ def grant_state(door: Live, grant_id: str) -> tuple[int, int]:
 
 
 def test_closed_needs_a_redeemed_grant() -> None:
-    with live_door("closed") as door:
+    with local_door("closed") as door:
         alice = SigningKey.generate()
         doc = door.rpc(send_request(alice, door.did))
         assert code_of(doc) == -32010 and doc["_status"] == 200
@@ -59,7 +59,7 @@ def test_closed_needs_a_redeemed_grant() -> None:
 
 
 def test_grant_failures_change_nothing() -> None:
-    with live_door("closed") as door:
+    with local_door("closed") as door:
         alice, bob = SigningKey.generate(), SigningKey.generate()
         one = issue(uses=1)
         assert "result" in redeem(door, alice, one)
@@ -97,7 +97,7 @@ def test_grant_failures_change_nothing() -> None:
 
 
 def test_fifty_concurrent_redemptions_of_five_uses() -> None:
-    with live_door("closed") as door:
+    with live_door("closed") as door:  # fifty requests in flight at once: a real server
         grant = issue(uses=5)
         now = int(time.time())
         bodies = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "contact/redeem",
@@ -117,7 +117,7 @@ def test_fifty_concurrent_redemptions_of_five_uses() -> None:
 
 
 def test_quarantine_holds_then_owner_decides() -> None:
-    with live_door("quarantine") as door:
+    with local_door("quarantine") as door:
         alice = SigningKey.generate()
         first = door.rpc(send_request(alice, door.did, "first contact"))
         assert code_of(first) == -32014
@@ -164,7 +164,7 @@ def test_quarantine_holds_then_owner_decides() -> None:
 
 
 def test_lists_allow_and_block() -> None:
-    with live_door("quarantine") as door:
+    with local_door("quarantine") as door:
         carol = SigningKey.generate()
         assert run("op", "--as", "door", "senders", "allow", carol.did).exit_code == 0
         assert "result" in door.rpc(send_request(carol, door.did))
@@ -173,14 +173,14 @@ def test_lists_allow_and_block() -> None:
         assert run("op", "--as", "door", "senders", "unblock", carol.did).exit_code == 0
         assert code_of(door.rpc(send_request(carol, door.did))) == -32014
         assert run("op", "--as", "door", "senders", "block", "not-a-did").exit_code == 2
-    with live_door("open") as door:
+    with local_door("open") as door:
         dave = SigningKey.generate()
         run("op", "--as", "door", "senders", "block", dave.did)
         assert code_of(door.rpc(send_request(dave, door.did))) == -32010
 
 
 def test_inbox_prints_safely_latest_conversation_last() -> None:
-    with live_door("open") as door:
+    with local_door("open") as door:
         alice = SigningKey.generate()
         for i in range(22):
             assert "result" in door.rpc(send_request(alice, door.did, f"m{i}"))
@@ -204,7 +204,7 @@ def test_redeem_refusals_come_from_the_one_redeem_check() -> None:
 
 
 
-    with live_door("quarantine") as door:
+    with local_door("quarantine") as door:
         bob = SigningKey(b"\x41" * 32)
         grant = issue(uses=1)
         now = int(time.time())

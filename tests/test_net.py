@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -215,16 +214,22 @@ def test_requests_after_the_deadline_are_skipped_and_recorded() -> None:
 
 
 def test_slow_trickle_stops_at_the_deadline() -> None:
+    """A body arriving a byte per 100 ms (on a clock the test drives: no sleeping, no
+    wall-clock bound) is abandoned as the deadline passes, while it is being read."""
+    now = [0.0]
+    sent = [0]
+
     def trickle() -> Iterator[bytes]:
-        while True:
-            time.sleep(0.05)
+        while sent[0] < 10_000:  # endless, as far as a 0.45 s deadline can tell
+            now[0] += 0.1
+            sent[0] += 1
             yield b"x"
 
-    with client(lambda r: httpx.Response(200, content=trickle()), timeout=0.4) as c:
-        started = time.monotonic()
-        with pytest.raises(DeadlineExceeded):
-            c.get("https://example.test/")
-    assert time.monotonic() - started < 1.5
+    deadline = Deadline(0.45, clock=lambda: now[0])
+    with client(lambda r: httpx.Response(200, content=trickle()), deadline=deadline) as c, \
+            pytest.raises(DeadlineExceeded) as err:
+        c.get("https://example.test/")
+    assert "reading" in err.value.detail and sent[0] == 5, (err.value.detail, sent[0])
 
 
 @respx.mock

@@ -60,7 +60,9 @@ def test_trickled_headers_cannot_hold_the_client_past_the_deadline() -> None:
         with pytest.raises(DeadlineExceeded) as err:
             client.get(url)
         elapsed = time.monotonic() - started
-    assert elapsed < 1.8, f"held for {elapsed:.1f} s past a 1 s deadline"
+    # The trickle never ends: any finite bound shows the deadline held (a loaded machine
+    # may add seconds; a per-read timeout would wait forever).
+    assert elapsed < 8, f"held for {elapsed:.1f} s past a 1 s deadline"
     assert err.value.data["attempts"][0]["error"] == "deadline"
 
 

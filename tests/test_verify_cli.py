@@ -135,14 +135,14 @@ def test_garbage_is_a_clean_error(pair: tuple[str, str], tmp_path: Path, payload
     assert result.stdout.startswith("FAIL")
 
 
-def test_huge_did_is_a_usage_error_fast(pair: tuple[str, str], tmp_path: Path) -> None:
+def test_huge_did_is_a_usage_error_fast(pair: tuple[str, str], tmp_path: Path,
+                                        b58_decoded: list[int]) -> None:
     _, bob = pair
     path = tmp_path / "m.json"
     path.write_text(_signed(bob))
-    start = time.perf_counter()
     result = run("verify", "message", str(path), "--to", "did:key:z" + "2" * 100_000)
     assert result.exit_code == 2
-    assert time.perf_counter() - start < 2
+    assert max(b58_decoded, default=0) <= 512, "refused by its length, before decoding"
 
 
 def test_sign_card_and_verify(pair: tuple[str, str], tmp_path: Path) -> None:

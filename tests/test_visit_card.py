@@ -134,7 +134,7 @@ def test_black_hole_ends_at_the_deadline_and_reports_what_was_not_reached(
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded) as err:
         fetch(site[1], "blackhole", timeout=1.0)
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 15, "ended by the 1 s deadline (the hole holds 30 s)"
     skipped = [s["url"] for s in err.value.data["skipped"]]
     assert skipped == [f"{site[1]}/blackhole/.well-known/agent-card.sig.json"]
 
