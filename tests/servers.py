@@ -1,22 +1,37 @@
-"""Run an ASGI app under a real uvicorn on 127.0.0.1, on an ephemeral port, in a thread.
+"""Servers for tests, in a thread or in their own process, always stopped.
 
     with serve_asgi(app) as base_url:
         httpx.get(base_url + "/...")
 
-The server is always stopped when the block ends. ``run_uvicorn`` is the same for a caller
-that brings its own ``uvicorn.Config`` and bound socket (the door's tests do).
+``serve_asgi`` runs an ASGI app under a real uvicorn on 127.0.0.1, on an ephemeral port, in a
+thread; ``run_uvicorn`` is the same for a caller that brings its own ``uvicorn.Config`` and
+bound socket (the door's tests do). ``start_serve`` / ``start_relay`` / ``start_muretai``
+start a real ``muretai serve`` or ``relay serve`` process (stderr to a file, so a chatty
+server never blocks on a full pipe); ``running`` waits until it answers and stops it after.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
+
+ROOT = Path(__file__).resolve().parents[1]
+_LISTENING = re.compile(rb"listening on http://127\.0\.0\.1:(\d+)")
+READY_PATHS = {"serve": "/.well-known/agent-card.json", "relay": "/card/did:key:z"}
 
 
 @contextmanager
@@ -46,3 +61,102 @@ def serve_asgi(app: Any, *, host: str = "127.0.0.1", **config: Any) -> Iterator[
     port = sock.getsockname()[1]
     with run_uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on", **config), sock):
         yield f"http://{host}:{port}"
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 15.0) -> None:
+    """Poll ``condition`` until it is true; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        time.sleep(0.02)
+
+
+@dataclass
+class ServeProc:
+    """A ``muretai`` server process: ``base`` is where it listens once it said so."""
+
+    proc: subprocess.Popen[bytes]
+    log: Path
+    base: str = ""
+    ready_path: str = READY_PATHS["serve"]
+
+    def wait_ready(self, timeout: float = 30.0) -> ServeProc:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"serve exited {self.proc.returncode}: "
+                                   f"{self.log.read_text(errors='replace')}")
+            if not self.base:
+                found = _LISTENING.search(self.log.read_bytes())
+                if found:
+                    self.base = f"http://127.0.0.1:{int(found.group(1))}"
+            if self.base:
+                try:
+                    if httpx.get(self.base + self.ready_path, timeout=2).status_code < 500:
+                        return self
+                except httpx.TransportError:
+                    pass
+            time.sleep(0.05)
+        raise RuntimeError(f"serve did not answer in time: {self.log.read_text()}")
+
+    def rpc(self, body: dict[str, Any], client: httpx.Client | None = None) -> dict[str, Any]:
+        resp = (client or httpx).post(self.base + "/", json=body, timeout=15)  # type: ignore[attr-defined]
+        doc: dict[str, Any] = resp.json()
+        doc["_status"] = resp.status_code
+        return doc
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_muretai(tmp: Path, *argv: str, kind: str = "serve", tag: str = "",
+                  stdout: Path | None = None) -> ServeProc:
+    """``python -m muretai_cli ARGV`` in the background: stderr to a log file in ``tmp``,
+    stdout to ``stdout`` (default: discarded)."""
+    log = tmp / f"{kind}{tag}-{time.monotonic_ns()}.log"
+    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", *argv],
+                            stdout=stdout.open("wb") if stdout else subprocess.DEVNULL,
+                            stderr=log.open("wb"), cwd=ROOT, env=os.environ.copy())
+    return ServeProc(proc, log, ready_path=READY_PATHS[kind])
+
+
+def start_serve(tmp: Path, name: str, *args: str, tag: str = "",
+                stdout: Path | None = None) -> ServeProc:
+    """``muretai serve --as NAME --url http://127.0.0.1:1 --port 0 ARGS`` (a later --url in
+    ARGS wins)."""
+    return start_muretai(tmp, "serve", "--as", name, "--url", "http://127.0.0.1:1", "--port",
+                         "0", *args, tag=f"-{name}{tag}", stdout=stdout)
+
+
+def start_many(tmp: Path, name: str, count: int, *args: str) -> list[ServeProc]:
+    procs = [start_serve(tmp, name, *args, tag=str(i)) for i in range(count)]
+    try:
+        for p in procs:
+            p.wait_ready()
+    except BaseException:
+        for p in procs:
+            p.stop()
+        raise
+    return procs
+
+
+def start_relay(tmp: Path, *args: str, tag: str = "") -> ServeProc:
+    """``muretai relay serve --url http://127.0.0.1:1 --port 0 ARGS`` (a later --url wins)."""
+    return start_muretai(tmp, "relay", "serve", "--url", "http://127.0.0.1:1", "--port", "0",
+                         *args, kind="relay", tag=tag)
+
+
+@contextmanager
+def running(server: ServeProc) -> Iterator[ServeProc]:
+    """``server`` once it answers; stopped when the block ends (if still running)."""
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()

@@ -161,7 +161,7 @@ def test_clock_against_our_own_door_and_relay(tmp_path: Path) -> None:
     """Our door and relay send an HTTP Date, so doctor can read their clock (it said
     'skipped' for both while the transport left the header out)."""
     from tests.door_helpers import live_door
-    from tests.proc_helpers import start_relay
+    from tests.servers import start_relay
 
     new_identity("me")
     with live_door() as door:

@@ -3,14 +3,10 @@ the same DID, grants and inbox (and still refuses a replay of what it accepted).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,31 +17,13 @@ import pytest
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run, run_json
 from tests.door_helpers import send_request
+from tests.servers import running, start_serve
 
 
 @contextmanager
-def serve(*args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "serve", "--as", "door",
-                             "--port", "0", *args], stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, env=os.environ.copy())
-    try:
-        assert proc.stderr is not None
-        deadline = time.monotonic() + 20
-        base = None
-        while time.monotonic() < deadline:
-            line = proc.stderr.readline().decode()
-            found = re.search(r"listening on (http://[0-9.]+:[0-9]+)", line)
-            if found:
-                base = found.group(1)
-                break
-            if not line and proc.poll() is not None:
-                break
-        assert base, "the door did not say where it listens"
-        yield proc, base
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
+def serve(tmp: Path, *args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    with running(start_serve(tmp, "door", *args)) as door:
+        yield door.proc, door.base
 
 
 def test_kill_9_loses_no_accepted_message(tmp_path: Path) -> None:
@@ -53,7 +31,7 @@ def test_kill_9_loses_no_accepted_message(tmp_path: Path) -> None:
     grant = json.loads(run("contact", "issue", "--as", "door", "--uses", "4").stdout)
     alice = SigningKey.generate()
     accepted = []
-    with serve("--url", "http://127.0.0.1", "--dm-policy", "open") as (proc, base):
+    with serve(tmp_path, "--url", "http://127.0.0.1", "--dm-policy", "open") as (proc, base):
         card = httpx.get(base + "/.well-known/agent-card.json").json()
         assert card["did"] == did and card["contact"] == grant
         with httpx.Client(timeout=10) as client:
@@ -65,7 +43,7 @@ def test_kill_9_loses_no_accepted_message(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)  # no shutdown, no checkpoint
         proc.wait(timeout=10)
     assert len(accepted) == 30
-    with serve("--url", "http://127.0.0.1", "--dm-policy", "open") as (_proc, base):
+    with serve(tmp_path, "--url", "http://127.0.0.1", "--dm-policy", "open") as (_proc, base):
         card = httpx.get(base + "/.well-known/agent-card.json").json()
         assert card["did"] == did and card["contact"] == grant
         doc = httpx.post(base, json=accepted[-1], timeout=10).json()
@@ -99,20 +77,14 @@ def test_contact_issue_refuses_bad_durations(expires: str) -> None:
     assert result.exit_code == 2 and "bad-duration" in result.stderr
 
 
-def test_serve_admission_flags_reach_the_server() -> None:
+def test_serve_admission_flags_reach_the_server(tmp_path: Path) -> None:
     import socket
 
     new_identity("door")
-    with serve("--url", "http://127.0.0.1:9", "--max-connections", "3",
+    with serve(tmp_path, "--url", "http://127.0.0.1:9", "--max-connections", "3",
                "--max-per-client", "2", "--idle-seconds", "30") as (_, base):
         host, port = base.split("//", 1)[1].split(":")
-        card = base + "/.well-known/agent-card.json"
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # "listening" is said just before it listens
-            with contextlib.suppress(httpx.ConnectError):
-                if httpx.get(card).status_code == 200:
-                    break
-            time.sleep(0.05)
+        card = base + "/.well-known/agent-card.json"  # it answered it: running() waited
         held = [socket.create_connection((host, int(port)), timeout=5) for _ in range(2)]
         try:  # a third from the same address is past --max-per-client
             extra = socket.create_connection((host, int(port)), timeout=5)

@@ -7,9 +7,7 @@ Each test names the rule it guards; removing that rule from ``door/respond.py`` 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,7 +21,7 @@ from muretai_cli.errors import InputError
 from muretai_cli.seam import SigningKey, signing_payload, six_fields, verify_signature
 from tests.cli_helpers import new_identity, run
 from tests.door_helpers import Live, live_door, send_request
-from tests.proc_helpers import ROOT, ServeProc
+from tests.servers import ROOT, running, start_serve, wait_until
 
 RECEIPT = "accepted: delivered to door's inbox"
 
@@ -122,14 +120,6 @@ def _gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"  # a zombie runs nothing
 
 
-def _wait(condition: Any, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.02)
-
-
 def test_a_slow_cmd_is_killed_at_its_deadline_with_its_children(
         tmp_path: Path, events: list[dict[str, Any]]) -> None:
     pids = tmp_path / "pids"
@@ -145,7 +135,7 @@ print("too late")
         assert fields["text"] == RECEIPT
         assert _answered(events)["warning"]["code"] == "timeout"
         for pid in map(int, pids.read_text().split()):
-            _wait(lambda pid=pid: _gone(pid), f"process {pid} is gone")
+            wait_until(lambda pid=pid: _gone(pid), f"process {pid} is gone")
 
 
 def test_output_past_the_cap_is_the_receipt_without_waiting_for_the_end(
@@ -195,23 +185,16 @@ def test_serve_on_message_end_to_end(tmp_path: Path) -> None:
     new_identity("door")
     cmd = _cmd(tmp_path, 'print("served: " + json.load(sys.stdin)["text"])\n')
     out = tmp_path / "events.jsonl"
-    log = tmp_path / "serve.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "muretai_cli", "serve", "--as", "door", "--url",
-         "http://127.0.0.1:1", "--port", "0", "--dm-policy", "open", "--json",
-         "--on-message", cmd, "--on-message-timeout", "1.5s"],
-        stdout=out.open("wb"), stderr=log.open("wb"), cwd=ROOT, env=os.environ.copy())
-    served = ServeProc(proc, log)
-    try:
-        served.wait_ready()
+    with running(start_serve(tmp_path, "door", "--dm-policy", "open", "--json",
+                             "--on-message", cmd, "--on-message-timeout", "1.5s",
+                             stdout=out)) as served:
         did = json.loads(out.read_text().splitlines()[0])["did"]
         sender = SigningKey.generate()
         doc = served.rpc(send_request(sender, did, "hi there"))
         assert six_fields(envelope_of(doc["result"]))["text"] == "served: hi there"
-        _wait(lambda: '"answered"' in out.read_text(), "the answered event is printed")
-    finally:
-        served.stop()
+        wait_until(lambda: '"answered"' in out.read_text(), "the answered event is printed")
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     answered = [e for e in lines if e["event"] == "answered"]
     assert answered and answered[0]["ok"] is True and answered[0]["by"] == "on-message"
-    assert "answered" in log.read_text() and "by on-message" in log.read_text()
+    log = served.log.read_text()
+    assert "answered" in log and "by on-message" in log

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +18,7 @@ import pytest
 from muretai_cli.seam import SigningKey, open_box
 from tests.cli_helpers import run
 from tests.relay_helpers import deposit_body, listen_body
+from tests.servers import running, start_relay
 
 URL = "http://127.0.0.1:1/relay"  # what tokens name; the process binds an ephemeral port
 ORIGIN = "http://127.0.0.1:1"
@@ -27,27 +26,8 @@ ORIGIN = "http://127.0.0.1:1"
 
 @contextmanager
 def relay_process(db: Path, *args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "relay", "serve", "--url", URL,
-                             "--port", "0", "--db", str(db), *args], stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, env=os.environ.copy())
-    try:
-        assert proc.stderr is not None
-        deadline = time.monotonic() + 20
-        base = None
-        while time.monotonic() < deadline:
-            line = proc.stderr.readline().decode()
-            found = re.search(r"listening on (http://[0-9.]+:[0-9]+)", line)
-            if found:
-                base = found.group(1) + "/relay"
-                break
-            if not line and proc.poll() is not None:
-                break
-        assert base, "the relay did not say where it listens"
-        yield proc, base
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
+    with running(start_relay(db.parent, "--url", URL, "--db", str(db), *args)) as relay:
+        yield relay.proc, relay.base + "/relay"
 
 
 def test_kill_9_delivers_every_queued_deposit_once(tmp_path: Path) -> None:

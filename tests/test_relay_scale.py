@@ -24,8 +24,8 @@ from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import SigningKey
 from muretai_cli.urls import parse_base_url
 from tests.cli_helpers import run, run_json
-from tests.proc_helpers import start_relay
 from tests.relay_helpers import deposit_body, listen_body
+from tests.servers import start_relay
 
 URL = parse_base_url("https://relay.example")
 

@@ -25,7 +25,7 @@ from muretai_cli.inbox.store import open_door_store
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run, run_json
 from tests.door_helpers import code_of, send_request
-from tests.proc_helpers import ServeProc, start_many, start_serve
+from tests.servers import ServeProc, start_many, start_serve
 from tests.test_door_policy import redeem_params
 
 

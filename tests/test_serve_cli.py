@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +16,7 @@ from muretai_cli.errors import InputError
 from muretai_cli.urls import parse_base_url
 from tests.cli_helpers import new_identity, run
 from tests.door_helpers import live_door
-from tests.proc_helpers import ROOT, ServeProc
+from tests.servers import running, start_muretai, start_serve, wait_until
 
 
 def _free_port() -> int:
@@ -30,19 +28,11 @@ def _free_port() -> int:
 def test_serve_listens_on_the_urls_port_without_port(tmp_path: Path) -> None:
     new_identity("door")
     port = _free_port()
-    log = tmp_path / "serve.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "muretai_cli", "serve", "--as", "door", "--url",
-         f"http://127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=log.open("wb"),
-        cwd=ROOT, env=os.environ.copy())
-    served = ServeProc(proc, log)
-    try:
-        served.wait_ready()
+    with running(start_muretai(tmp_path, "serve", "--as", "door", "--url",
+                               f"http://127.0.0.1:{port}")) as served:
         assert served.base == f"http://127.0.0.1:{port}"
         card = httpx.get(f"{served.base}/.well-known/agent-card.json", timeout=5).json()
         assert card["url"] == f"http://127.0.0.1:{port}"
-    finally:
-        served.stop()
 
 
 @pytest.mark.parametrize(("field", "value", "code"), [
@@ -89,17 +79,17 @@ def test_serve_json_streams_events_and_logs_arrivals(tmp_path: Path) -> None:
     from tests.door_helpers import send_request
 
     new_identity("door")
-    log = tmp_path / "serve.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "muretai_cli", "serve", "--as", "door", "--url",
-         "http://127.0.0.1:1", "--port", "0", "--dm-policy", "quarantine", "--json"],
-        stdout=subprocess.PIPE, stderr=log.open("wb"), cwd=ROOT, env=os.environ.copy())
-    served = ServeProc(proc, log)
-    try:
-        assert proc.stdout is not None
-        listening = json.loads(proc.stdout.readline())
+    out = tmp_path / "events.jsonl"
+
+    def events(count: int) -> list[dict[str, Any]]:
+        wait_until(lambda: out.read_text().count("\n") >= count, f"{count} events")
+        return [json.loads(line) for line in out.read_text().splitlines()[:count]]
+
+    with running(start_serve(tmp_path, "door", "--dm-policy", "quarantine", "--json",
+                             stdout=out)) as served:
+        listening = events(1)[0]
         assert listening["ok"] is True and listening["event"] == "listening"
-        served.base = listening["address"]
+        assert listening["address"] == served.base
         door_did = listening["did"]
         stranger = SigningKey(b"\x31" * 32)
         held = served.rpc(send_request(stranger, door_did, "hello"))
@@ -107,18 +97,17 @@ def test_serve_json_streams_events_and_logs_arrivals(tmp_path: Path) -> None:
         forged = send_request(stranger, door_did, "again")
         forged["params"]["message"]["metadata"]["sig"] = "A" * 86 + "=="
         assert "error" in served.rpc(forged)
-        events = [json.loads(proc.stdout.readline()) for _ in range(2)]
-        assert [(e["ok"], e["event"]) for e in events] == [(True, "held"), (False, "refused")]
-        assert events[0]["from"] == stranger.did and events[0]["requestId"]
-        assert events[1]["code"] == -32001 and events[1]["method"] == "message/send"
-        request = events[0]["requestId"]
+        got = events(3)[1:]
+        assert [(e["ok"], e["event"]) for e in got] == [(True, "held"), (False, "refused")]
+        assert got[0]["from"] == stranger.did and got[0]["requestId"]
+        assert got[1]["code"] == -32001 and got[1]["method"] == "message/send"
+        request = got[0]["requestId"]
         assert run("op", "--as", "door", "requests", "approve", request).exit_code == 0
         assert "result" in served.rpc(send_request(stranger, door_did, "thanks"))
-        accepted = json.loads(proc.stdout.readline())
+        accepted = events(4)[3]
         assert (accepted["ok"], accepted["event"], accepted["from"]) == (True, "accepted",
                                                                          stranger.did)
-    finally:
-        served.stop()
+    log = served.log
     logged = log.read_text()
     assert " held     message/send from " + stranger.did in logged
     assert " refused  message/send from " in logged and " UTC " in logged
