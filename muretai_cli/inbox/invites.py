@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from muretai_cli.errors import InputError, Refused
+from muretai_cli.errors import InputError
+from muretai_cli.inbox.store import Uses, spend_use
 
 if TYPE_CHECKING:
     from muretai_cli.db import Database, Tx
@@ -35,6 +36,17 @@ CREATE TABLE IF NOT EXISTS contacts (
   did TEXT PRIMARY KEY, name TEXT NOT NULL, relay TEXT, enc_pub TEXT, url TEXT,
   since {int} NOT NULL, how TEXT NOT NULL)
 """
+
+
+INVITE_USES = Uses(
+    "SELECT uses, used, exp, revoked FROM invites WHERE nonce=?",
+    "SELECT 1 FROM invite_claims WHERE nonce=? AND joiner=?",
+    "UPDATE invites SET used=used+1 WHERE nonce=?",
+    "INSERT INTO invite_claims (nonce, joiner, at) VALUES (?, ?, ?)", {
+    "unknown": ("unknown-nonce", "no invite with that nonce was issued here"),
+    "revoked": ("revoked-invite", "the invite was revoked"),
+    "expired": ("expired-invite", "the invite has expired"),
+    "used-up": ("invite-used-up", "the invite has no uses left")})
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,22 +128,7 @@ class InviteStore:
         same invite again spends nothing more. ``Refused``: ``unknown-nonce``,
         ``revoked-invite``, ``expired-invite``, ``invite-used-up``."""
         with self.db.transaction() as tx:
-            row = tx.one("SELECT uses, used, exp, revoked FROM invites WHERE nonce=?", (nonce,))
-            if row is None:
-                raise Refused("unknown-nonce", "no invite with that nonce was issued here")
-            uses, used, exp, revoked = row
-            if revoked is not None:
-                raise Refused("revoked-invite", "the invite was revoked")
-            if exp <= now:
-                raise Refused("expired-invite", "the invite has expired")
-            again = tx.one("SELECT 1 FROM invite_claims WHERE nonce=? AND joiner=?",
-                           (nonce, joiner.did))
-            if again is None:
-                if used >= uses:
-                    raise Refused("invite-used-up", "the invite has no uses left")
-                tx.execute("UPDATE invites SET used=used+1 WHERE nonce=?", (nonce,))
-                tx.execute("INSERT INTO invite_claims (nonce, joiner, at) VALUES (?, ?, ?)",
-                           (nonce, joiner.did, now))
+            spend_use(tx, INVITE_USES, nonce, joiner.did, now)
             return self._insert_contact(tx, joiner)
 
     def _insert_contact(self, tx: Tx, contact: Contact) -> bool:
