@@ -198,3 +198,16 @@ def test_serve_on_message_end_to_end(tmp_path: Path) -> None:
     assert answered and answered[0]["ok"] is True and answered[0]["by"] == "on-message"
     log = served.log.read_text()
     assert "answered" in log and "by on-message" in log
+
+
+def test_on_a_postgresql_door_the_reply_is_made_and_kept_off_the_loop(
+        tmp_path: Path, events: list[dict[str, Any]], pg_url: str) -> None:
+    """A PostgreSQL door answers on its thread pool: CMD's reply is signed and kept there."""
+    cmd = _cmd(tmp_path, 'print("pg: " + json.load(sys.stdin)["text"])\n')
+    sender = SigningKey.generate()
+    with live_door("open", db=pg_url, on_message=OnMessage(cmd), on_event=events.append) as door:
+        assert door.door.offload is not None
+        request = send_request(sender, door.did, "hi")
+        fields, _ = _reply(door, sender, request=request)
+        again, meta = _reply(door, sender, request=request)
+    assert fields["text"] == again["text"] == "pg: hi" and meta.get("recovered") is True
