@@ -211,3 +211,11 @@ def test_on_a_postgresql_door_the_reply_is_made_and_kept_off_the_loop(
         fields, _ = _reply(door, sender, request=request)
         again, meta = _reply(door, sender, request=request)
     assert fields["text"] == again["text"] == "pg: hi" and meta.get("recovered") is True
+
+
+def test_answer_never_raises(tmp_path: Path) -> None:
+    import asyncio
+
+    responder = OnMessage(_cmd(tmp_path, "print('x')\n"))
+    outcome = asyncio.run(responder.answer({"text": "\ud800"}))  # UTF-8 cannot carry it
+    assert (outcome.text, outcome.code) == (None, "cannot-run")

@@ -93,6 +93,8 @@ class Delivered:
     answer: Answer
     rid: Any
     message: dict[str, Any]  # the verified six fields, sig and proved replyTo
+
+
 # contact/redeem refusals by the artifact's reason: JSON-RPC codes (default -32001).
 _REDEEM_CODES = {"malformed-grant": -32602, "grant-for-other-did": -32011, "stale": -32002,
                  "from-the-future": -32002}

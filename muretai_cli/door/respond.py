@@ -35,7 +35,7 @@ REAP_SECONDS = 1.0  # after a kill, how long the door waits to see CMD gone
 RUNNING = 4  # CMDs at once per door process; others wait for a slot, inside their deadline
 # Each failure's code, and what it means.
 FAILURES = {
-    "cannot-run": "the program could not be started",
+    "cannot-run": "the program could not be started (or given the message)",
     "exit-status": "the program exited with a status other than 0",
     "timeout": "the program did not finish within the deadline",
     "too-large": "the program printed more than the cap",
@@ -94,11 +94,13 @@ class OnMessage:
         """Run CMD on ``message`` (a JSON-ready dict); never raises."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.running)
-        stdin = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
         try:
+            stdin = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
             return await asyncio.wait_for(self._run(self._slots, stdin), self.timeout)
         except TimeoutError:
             return Outcome(code="timeout", message=f"ran past {self.timeout:g} s")
+        except Exception as exc:  # whatever went wrong here, the receipt stands
+            return Outcome(code="cannot-run", message=f"{type(exc).__name__}: {exc}"[:200])
 
     async def _run(self, slots: asyncio.Semaphore, stdin: bytes) -> Outcome:
         async with slots:
