@@ -31,8 +31,9 @@ def _store(key: SigningKey) -> DoorStore:
     return DoorStore(db_path(key.did))
 
 
-def _issue(inviter: SigningKey, *, uses: int = 1, ttl: int = 3600) -> dict[str, Any]:
-    now = int(time.time())
+def _issue(inviter: SigningKey, *, uses: int = 1, ttl: int = 3600,
+           now: int | None = None) -> dict[str, Any]:
+    now = int(time.time()) if now is None else now
     card = mint_invite(inviter, name="Ines", exp=now + ttl, url="http://127.0.0.1:9/",
                        enc_pub=inviter.enc_pub)
     store = _store(inviter)
@@ -41,8 +42,9 @@ def _issue(inviter: SigningKey, *, uses: int = 1, ttl: int = 3600) -> dict[str, 
     return card
 
 
-def _claim(joiner: SigningKey, card: dict[str, Any], **kw: Any) -> dict[str, Any]:
-    now = int(time.time())
+def _claim(joiner: SigningKey, card: dict[str, Any], *, now: int | None = None,
+           **kw: Any) -> dict[str, Any]:
+    now = int(time.time()) if now is None else now
     invite = verify_invite(card, now=now)
     return build_claim(joiner, invite=invite, name=kw.pop("name", "Jo"), now=now,
                        enc_pub=joiner.enc_pub, **kw)
@@ -120,8 +122,11 @@ def test_expired_revoked_and_used_up_invites_are_refused() -> None:
     store.close()
     assert _refused(_claim(kim, card), ines) == "invite-used-up"
     assert _state(ines, kim)[0] is None and _state(ines, kim)[1] is None
-    short = _issue(ines, ttl=1)
-    assert _refused(_claim(jo, short), ines, later=2) == "expired-invite"
+    # issued and claimed on one clock reading (a second turning over between them under
+    # load made the claim itself expired); judged two seconds later
+    now = int(time.time())
+    short = _issue(ines, ttl=1, now=now)
+    assert _refused(_claim(jo, short, now=now), ines, later=2) == "expired-invite"
 
 
 def test_a_claim_never_overwrites_a_known_contact() -> None:
