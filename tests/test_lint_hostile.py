@@ -1,7 +1,8 @@
 """Site text is hostile: every lint scan stays linear on inputs built to make regexes backtrack.
 
 Before the patterns were anchored at the start of a token run, ``"sk-" * 32000`` (96 KB) took
-about 39 s; each case below must finish in well under a second.
+about 39 s; each case below finishes in milliseconds. The bound is loose (a loaded CI
+machine must not fail it) yet far below what backtracking costs here (tens of seconds).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def test_scans_are_linear(name: str) -> None:
     started = time.perf_counter()
     list(scan_secrets(text))
     find_instruction(text)
-    assert time.perf_counter() - started < 1.0, name
+    assert time.perf_counter() - started < 5.0, name
 
 
 @pytest.mark.parametrize(("text", "rule"), [
