@@ -107,7 +107,13 @@ def test_a_failing_cmd_leaves_the_receipt_and_a_warning(
         tmp_path: Path, events: list[dict[str, Any]], body: str, code: str) -> None:
     with _door(_cmd(tmp_path, body), events) as door:
         fields, _ = _reply(door, SigningKey.generate())
+        store = door.store()
+        try:
+            kept = [m["text"] for m in store.inbox(None)]
+        finally:
+            store.close()
     assert fields["text"] == RECEIPT
+    assert kept == ["hello"], "the message was delivered before CMD ran, whatever CMD did"
     answered = _answered(events)
     assert answered["by"] == "receipt" and answered["warning"]["code"] == code
 
