@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from muretai_cli.urls import URL_FORBIDDEN, origin_of
+
 Kind = Literal["dm", "a2a", "ui", "mcp"]
 MAX_ENTRIES = 64
 SOURCES = ("_meta.handoff", "handoff", "muretai")
@@ -34,14 +36,12 @@ def _web_url(value: str) -> bool:
     A URL on the wire is ASCII (RFC 3986); anything else -- bidi overrides included -- is a
     spelling meant for a person's eyes, not a link.
     """
-    from muretai_cli.urls import URL_FORBIDDEN, origin_of
-
     return (len(value) <= MAX_URL and value.isascii()
             and URL_FORBIDDEN.search(value) is None
             and origin_of(value) is not None)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # built per entry: not frozen (3x the init)
 class HandoffEntry:
     """One usable entry, exactly as the site suggested it (a suggestion, never trust)."""
 

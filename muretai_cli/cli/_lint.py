@@ -18,6 +18,7 @@ import typer
 
 from muretai_cli.cli._formats import CiCase, FormatOpt, check_format, emit_ci
 from muretai_cli.cli._out import (
+    JsonList,
     JsonOpt,
     emit_json,
     handles_errors,
@@ -195,7 +196,7 @@ def lint(
     if manifest is None and (gated or view != "visitor"):
         note("note: --gated and --view only change the level report, which needs --tools")
     tally = Tally()
-    listed: list[dict[str, Any]] = []
+    listed = JsonList()  # spooled: --json over a long capture keeps memory flat
     modes: list[str] = []
     for source in sources:
         before = tally.results

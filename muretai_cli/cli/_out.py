@@ -144,9 +144,51 @@ def json_text(doc: dict[str, Any], *, line: bool = False) -> str:
     return _JSON_UNSAFE.sub(_json_escape, text) + "\n"
 
 
+class JsonList:
+    """A list inside a document for ``emit_json``, kept in a spooled temporary file rather
+    than in memory: a command that lists a million results stays flat. Items are written as
+    they come, already in the document's layout (a top-level key's list: two levels deep)."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._spool = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - write_to closes it
+            max_size=1 << 20, mode="w+", encoding="utf-8")
+        self.count = 0
+
+    def append(self, item: Any) -> None:
+        text = json.dumps(item, ensure_ascii=False, indent=2)
+        self._spool.write((",\n" if self.count else "") + "    "
+                          + _JSON_UNSAFE.sub(_json_escape, text).replace("\n", "\n    "))
+        self.count += 1
+
+    def write_to(self, out: Any) -> None:
+        if not self.count:
+            out.write("[]")
+            return
+        out.write("[\n")
+        self._spool.seek(0)
+        while chunk := self._spool.read(1 << 16):
+            out.write(chunk)
+        out.write("\n  ]")
+        self._spool.close()
+
+
 def emit_json(doc: dict[str, Any]) -> None:
-    """Print one JSON document, ``ok`` first; non-ASCII literal except terminal controls."""
-    sys.stdout.write(json_text(doc))
+    """Print one JSON document, ``ok`` first; non-ASCII literal except terminal controls.
+    A top-level value may be a ``JsonList`` (written from its spool, in place)."""
+    spooled = {k: v for k, v in doc.items() if isinstance(v, JsonList)}
+    if not spooled:
+        sys.stdout.write(json_text(doc))
+        return
+    markers = {k: f"\x00{k}\x00" for k in spooled}
+    text = json_text({k: markers.get(k, v) for k, v in doc.items()})
+    out = sys.stdout
+    for key, items in spooled.items():
+        before, text = text.split(json.dumps(markers[key]), 1)
+        out.write(before)
+        items.write_to(out)
+    out.write(text)
 
 
 def emit_json_line(doc: dict[str, Any]) -> None:

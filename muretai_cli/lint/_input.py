@@ -35,7 +35,7 @@ _WS_TEXT = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # built per result: not frozen (3x the init)
 class RawResult:
     """One result's bytes, or, when they could not be cut out, why not (``problem``)."""
 

@@ -37,7 +37,7 @@ RULES: dict[str, tuple[Severity, str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # built per result: not frozen (3x the init)
 class Finding:
     """One broken rule at one JSON path. ``detail`` may quote untrusted text: print it safely."""
 

@@ -30,8 +30,11 @@ class LintStream:
         return self._reader.mode
 
     def __iter__(self) -> Iterator[ResultReport]:
-        for item in self._reader:
-            yield lint_raw(item)
+        for item in self._reader:  # lint_raw, inlined: this loop runs once per result
+            if item.problem is None:
+                yield lint_bytes(item.raw, item.index, item.line)
+            else:
+                yield lint_raw(item)
 
 
 def lint_stream(stream: BinaryIO, *, max_result_bytes: int = MAX_RESULT_BYTES) -> LintStream:

@@ -32,6 +32,10 @@ _INTERESTING = frozenset({
     "ok", "needsHumanConfirmation", "needsInformation", "message", "agentHint", "question",
     "origin", "requestId", *TRANSCRIPT_KEYS, "_meta", "handoff", "muretai",
 })
+# Which of them each check reads: a check whose keys are all absent is not called.
+_RELAYED_KEYS = frozenset({"message", "agentHint", "question"})
+_TRANSCRIPT_KEYS = frozenset(TRANSCRIPT_KEYS)
+_HANDOFF_KEYS = frozenset({"_meta", "handoff", "muretai"})
 _WS = rb"[ \t\r\n]*"
 _OK_FALSE = rb"\{" + _WS + rb'"ok"' + _WS + rb":" + _WS + rb"false" + _WS + rb"[,}]"
 _OK_FIRST_AT_ROOT = re.compile(_WS + _OK_FALSE)
@@ -44,7 +48,7 @@ _OK_FIRST_UNDER = {
 _JSON_OBJECT_TEXT = re.compile(r"[ \t\r\n]*\{")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # built per result: not frozen (3x the init)
 class Shape:
     """A convention shape found at ``path``; ``well_formed`` says a gate broke no rule."""
 
@@ -139,7 +143,8 @@ def _lint_result(doc: dict[str, Any], raw: bytes, report: ResultReport) -> None:
 
 def _location(loc: dict[str, Any], path: str, raw: bytes, anchor: bytes | None,
               report: ResultReport) -> None:
-    if loc.keys().isdisjoint(_INTERESTING):
+    present = _INTERESTING.intersection(loc)
+    if not present:
         return
     findings = report.findings
     before = len(findings)
@@ -147,14 +152,17 @@ def _location(loc: dict[str, Any], path: str, raw: bytes, anchor: bytes | None,
     info = loc.get("needsInformation") is True
     if gate or info:
         _refusal(loc, path, raw, anchor, findings, gate, info)
-    _relayed_text(loc, path, findings)
+    if not present.isdisjoint(_RELAYED_KEYS):
+        _relayed_text(loc, path, findings)
     if gate:
         clean = not any(f.severity == "error" for f in findings[before:])
         report.shapes.append(Shape("gate", path, clean))
     if info:
         report.shapes.append(Shape("needs-information", path))
-    _transcripts(loc, path, report)
-    _handoff(loc, path, report)
+    if not present.isdisjoint(_TRANSCRIPT_KEYS):
+        _transcripts(loc, path, report)
+    if not present.isdisjoint(_HANDOFF_KEYS):
+        _handoff(loc, path, report)
 
 
 def _refusal(loc: dict[str, Any], path: str, raw: bytes, anchor: bytes | None,

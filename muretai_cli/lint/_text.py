@@ -68,10 +68,14 @@ def _redacted(piece: str) -> str:
     return piece[:10] + "…" if len(piece) > 12 else piece[:4] + "…"
 
 
-def scan_secrets(text: str) -> Iterator[tuple[str, str]]:
+def scan_secrets(text: str) -> list[tuple[str, str]]:
     """``(rule, what)`` for each secret-like piece of ``text`` (redacted in ``what``)."""
     if _LONG_RUN.search(text) is None:
-        return
+        return []
+    return list(_secret_pieces(text))
+
+
+def _secret_pieces(text: str) -> Iterator[tuple[str, str]]:
     for match in _SECRET.finditer(text):
         kind = match.lastgroup or "hex"
         piece = match.group()

@@ -99,9 +99,10 @@ def parse_document(raw: bytes) -> Any:
     overflow to it), nesting deeper than ``MAX_DEPTH``, and integers too long to parse.
     Duplicate keys are last-wins, as in every reference.
     """
-    if not isinstance(raw, bytes | bytearray | memoryview):
-        raise InputError("not-bytes", "the parse boundary takes bytes")
-    raw = bytes(raw)
+    if type(raw) is not bytes:  # the common case skips both steps (one parse per result)
+        if not isinstance(raw, bytes | bytearray | memoryview):
+            raise InputError("not-bytes", "the parse boundary takes bytes")
+        raw = bytes(raw)
     if raw.startswith(b"\xef\xbb\xbf"):
         raise InputError("bom", "the document starts with a byte order mark; send plain UTF-8")
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
