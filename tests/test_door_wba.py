@@ -283,3 +283,13 @@ def test_a_held_first_contact_keeps_its_wba_verdict_when_approved() -> None:
             assert store.inbox()[0]["wba"] == held["wba"]
         finally:
             store.close()
+
+
+def test_the_verdict_is_kept_on_postgresql_too(pg_url: str) -> None:
+    key = _key("visitor")
+    with directory_server(key) as (agent, _), \
+            live_door(db=pg_url, wba_allow_private=True) as door:
+        assert "result" in knock(door, key, agent)
+        assert "result" in knock(door, key, agent, signed_for="https://elsewhere.example/",
+                                 text="two")
+        assert sorted(w["state"] for w in stored_wba(door) if w) == ["refused", "verified"]
