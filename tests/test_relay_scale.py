@@ -65,7 +65,9 @@ def test_a_poll_on_one_relay_wakes_on_a_deposit_through_the_other(
         await asyncio.wait_for(b.notifier.ready.wait(), 10)
         body = json.dumps(listen_body(bob, URL.origin, wait=20)).encode()
         poll = asyncio.ensure_future(b.listen(body))
-        await asyncio.sleep(0.3)  # the poll is held, found nothing
+        while b.notifier._local.listeners() == 0:  # until the poll is held, found nothing
+            assert not poll.done()
+            await asyncio.sleep(0.01)
         assert not poll.done()
         started = time.monotonic()
         await asyncio.to_thread(a.send, json.dumps(deposit_body(alice, bob, "wake")).encode())
