@@ -97,7 +97,7 @@ def stored_wba(door: Live) -> list[dict[str, Any] | None]:
         store.close()
 
 
-def test_op_dm_wba_is_verified_by_our_door_end_to_end() -> None:
+def test_op_dm_wba_is_verified_by_our_door_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
     with live_door(name="alice") as alice, live_door(name="bob", wba_allow_private=True) as bob:
         code, sent = run_json("op", "--as", "alice", "dm", bob.did, "hi bob", "--card-url",
                               bob.base, "--wba", "--wba-agent", alice.base)
@@ -111,6 +111,12 @@ def test_op_dm_wba_is_verified_by_our_door_end_to_end() -> None:
         assert run("op", "--as", "alice", "dm", bob.did, "again", "--card-url",
                    bob.base).exit_code == 0
         assert stored_wba(bob)[0] is None
+        # MURETAI_WBA=1 and MURETAI_WBA_AGENT stand for the flags.
+        monkeypatch.setenv("MURETAI_WBA", "1")
+        monkeypatch.setenv("MURETAI_WBA_AGENT", alice.base)
+        assert run("op", "--as", "alice", "dm", bob.did, "by env", "--card-url",
+                   bob.base).exit_code == 0
+        assert stored_wba(bob)[0] == wba
 
 
 def test_a_refused_wba_is_recorded_and_refuses_no_message() -> None:

@@ -103,3 +103,22 @@ def test_wba_signs_every_request_of_a_site_check() -> None:
     assert seen and all(verify_request(h, authority=authority, jwks=jwks,
                                        now=int(time.time())) == did for h in seen)
     assert seen[0]["signature-agent"] == '"https://visitor.example"'
+
+
+def test_wba_signs_the_requests_of_a_card_fetch() -> None:
+    seen: list[dict[str, str]] = []
+
+    async def record(request: Request) -> JSONResponse:
+        seen.append(dict(request.headers))
+        return JSONResponse({"error": "not found"}, status_code=404)
+
+    app = Starlette(routes=[Route("/{path:path}", record, methods=["GET"])])
+    did = new_identity("visitor")
+    key = KeyStore(keys_dir()).load("visitor").signing_key()
+    with serve_asgi(app) as url:
+        run("card", "fetch", url, "--as", "visitor", "--wba", "--wba-agent",
+            "https://visitor.example")
+    authority = url.split("//", 1)[1]
+    jwks: dict[str, Any] = {"keys": [jwk_from_public(key.public_bytes)]}
+    assert seen and all(verify_request(h, authority=authority, jwks=jwks,
+                                       now=int(time.time())) == did for h in seen)
