@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,6 +52,13 @@ def ed25519_verifies_per_second(seconds: float = 1.0) -> float:
             public.verify(sig, payload)
         count += 100
     return count / seconds
+
+
+def keep_reading(stream: Any) -> None:
+    """Read a server's stderr to its end in a thread: the door logs a line per arrival, and a
+    pipe nobody reads (64 KiB) would block the server mid-run."""
+    threading.Thread(target=lambda: [None for _ in iter(stream.readline, b"")],
+                     daemon=True).start()
 
 
 def request_bytes(body: bytes, path: bytes = b"/") -> bytes:
@@ -128,6 +136,7 @@ def run_door(args: argparse.Namespace) -> dict[str, object]:
                 raise SystemExit("the door did not start")
             found = re.search(r"listening on http://[0-9.]+:([0-9]+)", line)
             port = int(found.group(1)) if found else 0
+        keep_reading(proc.stderr)
 
         print(f"pre-signing {args.messages + args.warmup} messages from {args.senders} "
               "senders...", file=sys.stderr)

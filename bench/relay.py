@@ -41,7 +41,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.door import add_arguments, client, cpu_seconds, request_bytes, run_door  # noqa: E402
+from bench.door import (  # noqa: E402
+    add_arguments,
+    client,
+    cpu_seconds,
+    keep_reading,
+    request_bytes,
+    run_door,
+)
 from muretai_cli.artifacts.message import build_message, build_message_send  # noqa: E402
 from muretai_cli.seam import (  # noqa: E402
     SigningKey,
@@ -66,6 +73,7 @@ def start_relay(home: str, *args: str) -> tuple[subprocess.Popen[bytes], int]:
             raise SystemExit("the relay did not start")
         found = re.search(r"listening on http://[0-9.]+:([0-9]+)", line)
         if found:
+            keep_reading(proc.stderr)
             return proc, int(found.group(1))
 
 
@@ -179,6 +187,7 @@ def _relay_for(home: str) -> tuple[subprocess.Popen[bytes], int, str]:
     while "listening on" not in (line := proc.stderr.readline().decode()):
         if not line:
             raise SystemExit("the relay did not start")
+    keep_reading(proc.stderr)
     return proc, port, url
 
 
