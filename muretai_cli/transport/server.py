@@ -13,6 +13,9 @@
   flood from one address cannot fill the server.
 - A connection waiting for a request (its first, or the next on keep-alive) closes after
   ``idle_seconds``.
+- An answer sent before its request's body was all read (a 404, a 413): the rest of the body
+  is read and dropped, never parsed as a request, until the request's head+body deadline;
+  then the connection closes (``_HeaderDeadline._drain``).
 """
 
 from __future__ import annotations
@@ -194,6 +197,7 @@ class _HeaderDeadline:
 
     header_seconds = 10.0
     _header_timer: asyncio.TimerHandle | None = None
+    _drain_timer: asyncio.TimerHandle | None = None
     _started = 0.0
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
@@ -215,6 +219,26 @@ class _HeaderDeadline:
         self._header_timer = None
         if self._awaiting_head() and not self.transport.is_closing():
             self.transport.write(_TIMEOUT_408)
+            self.transport.close()
+
+    def _drain(self) -> None:
+        """The answer left before the request's body was all read: the parser goes on
+        reading (and dropping) the body, within the request's one deadline; past it, close."""
+        if self._drain_timer is None and not self.transport.is_closing():
+            left = self._started + self.header_seconds - self.loop.time()
+            self._drain_timer = self.loop.call_later(max(0.0, left), self._drain_late)
+
+    def _draining(self) -> bool:
+        return self._drain_timer is not None
+
+    def _drained(self) -> None:
+        if self._drain_timer is not None:
+            self._drain_timer.cancel()
+            self._drain_timer = None
+
+    def _drain_late(self) -> None:
+        self._drain_timer = None
+        if not self.transport.is_closing():
             self.transport.close()
 
 
@@ -249,15 +273,23 @@ class SlowAwareH11(_Admitted, _HeaderDeadline, H11Protocol):
                 return
         super().data_received(data)
         self._mark_query()
+        if self._draining() and self.conn.their_state is not h11.SEND_BODY:
+            self._drained()  # the unread body is over: h11 started the next cycle
+            self._idle_if_done()
         self._watch_headers()
 
     def on_response_complete(self) -> None:
         self._header_bytes = 0
         super().on_response_complete()
         self._mark_query()
+        if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+            self._drain()
+        self._idle_if_done()
+        self._watch_headers()
+
+    def _idle_if_done(self) -> None:
         if self.conn.their_state is h11.IDLE and not self.conn.trailing_data[0]:
             self._now_waiting()
-        self._watch_headers()
 
     def _mark_query(self) -> None:
         if self._queried and self.scope is not None:
@@ -266,6 +298,7 @@ class SlowAwareH11(_Admitted, _HeaderDeadline, H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
+        self._drained()
         self._closed()
         super().connection_lost(exc)
 
@@ -278,7 +311,8 @@ class SlowAwareH11(_Admitted, _HeaderDeadline, H11Protocol):
             self._arm_header_timer()
         elif self._header_timer is not None:
             self._stop_header_timer()
-            self.scope[STARTED] = self._started  # type: ignore[literal-required]
+            if self.scope is not None:  # None: the head was malformed (h11 said 400)
+                self.scope[STARTED] = self._started  # type: ignore[literal-required]
 
 
 class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
@@ -286,6 +320,7 @@ class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
     absolute-form request-targets kept as written (so they match no route: 404)."""
 
     _awaiting_headers = True
+    _in_body = False  # the parser is between a request's head and its end
     _header_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -310,6 +345,7 @@ class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._awaiting_headers = False
+        self._in_body = True
         self._stop_header_timer()
         super().on_headers_complete()
         self.scope[STARTED] = self._started  # type: ignore[literal-required]
@@ -318,15 +354,28 @@ class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
         if not self.url.startswith(b"/"):
             self.scope["raw_path"] = self.url  # absolute form: answers no route
 
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._in_body = False
+        if self._draining():  # the body an early answer left unread is over
+            self._drained()
+            self._awaiting_headers = True
+            if not self.pipeline:
+                self._now_waiting()
+
     def on_response_complete(self) -> None:
-        self._awaiting_headers = True
         self._header_bytes = 0
         super().on_response_complete()
+        if self._in_body and self.cycle.response_complete:
+            self._drain()  # answered before its body was read: that body is no request head
+            return
+        self._awaiting_headers = True
         if not self.pipeline:
             self._now_waiting()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
+        self._drained()
         self._closed()
         super().connection_lost(exc)
 
