@@ -4,6 +4,7 @@
     ├── Refused             a rule was broken or a check failed           (exit 1)
     ├── InputError          input that cannot be read, or a usage mistake (exit 2)
     ├── Unreachable         the network could not reach the peer          (exit 3)
+    ├── DiskFull            a write found no space left; nothing written  (exit 3)
     ├── PeerRefused         the peer answered with a refusal              (exit 4)
     └── DeadlineExceeded    the shared deadline ran out                   (exit 5)
 
@@ -14,7 +15,10 @@ so every layer, the seam included, may use it.
 
 from __future__ import annotations
 
+import errno
 from typing import Any
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 class MuretaiError(Exception):
@@ -63,6 +67,23 @@ class Unreachable(MuretaiError):
     """The peer could not be reached (DNS, connection refused, TLS)."""
 
     exit_code = 3
+
+
+class DiskFull(MuretaiError):
+    """A write found the disk (or a quota) full: nothing was written. Not the file's fault,
+    so never a hint to move it aside: free space, then retry (exit 3, as for a database that
+    cannot take a write)."""
+
+    exit_code = 3
+
+    def __init__(self, where: object) -> None:
+        super().__init__("disk-full", f"the disk holding {where} is full; nothing was written",
+                         hint="free some space on that disk, then try again")
+
+
+def is_disk_full(exc: OSError) -> bool:
+    """Whether an ``OSError`` says there is no space left (ENOSPC, or a quota: EDQUOT)."""
+    return exc.errno in _NO_SPACE
 
 
 class PeerRefused(MuretaiError):

@@ -6,6 +6,7 @@ Each returns a ``Verdict`` whose reasons are named; none of them touches the net
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from muretai_cli.artifacts.message import envelope_of
@@ -28,7 +29,13 @@ def _failed(subject: str, exc: MuretaiError, facts: dict[str, Any] | None = None
 
 def check_message(doc: object, *, to_did: str, now: int,
                   window: int = MESSAGE_WINDOW) -> Verdict:
-    """A ``message/send`` request or bare A2A message, signed for ``to_did``, fresh at ``now``."""
+    """A ``message/send`` request or bare A2A message, signed for ``to_did``, fresh at ``now``.
+
+    What a door would refuse at its request-shape rungs is refused here too (the same
+    functions); unsigned parts a reader might act on are named in warnings."""
+    shape = _door_shape(doc)
+    if shape is not None:
+        return Verdict.of("message", [shape])
     try:
         env = envelope_of(doc)
         fields = verify_envelope(env, to_did=to_did)
@@ -41,7 +48,72 @@ def check_message(doc: object, *, to_did: str, now: int,
         check_fresh(fields["timestamp"], now, window)
     except MuretaiError as exc:
         return _failed("message", exc, facts)
-    return Verdict.of("message", [], facts)
+    return Verdict.of("message", unsigned_warnings(doc), facts)
+
+
+def _door_shape(doc: object) -> Reason | None:
+    """The door's request-shape rungs (JSON-RPC 2.0 ``message/send``, the A2A message shape,
+    the text size) as the door runs them; a bare message is judged as a request's
+    ``params.message``. None when the door would go on to the signed fields."""
+    from muretai_cli.inbox import ladder
+
+    try:
+        if not isinstance(doc, dict):
+            raise ladder.RpcError(-32600, "not-an-object")
+        params: dict[str, Any] = {"message": doc}
+        if _is_request(doc):
+            method, params = ladder.rpc_shape(doc)
+            if method != "message/send":
+                raise ladder.RpcError(-32601, "not-message-send")
+        ladder.text_size(ladder.a2a_message(params)["text"])
+    except ladder.RpcError as err:
+        return error(err.reason, f"a door refuses this at its request-shape rung "
+                                 f"(JSON-RPC {err.code} {ladder.MESSAGES[err.code]}: "
+                                 f"{err.reason}); the signature does not cover these parts")
+    return None
+
+
+def _is_request(doc: dict[str, Any]) -> bool:
+    return any(key in doc for key in ("jsonrpc", "method", "params", "result", "id"))
+
+
+# Parts of a request the signature does not cover, that change what a reader would do:
+# (where, code, what acting on it would mean). Each present one is a warning naming it.
+_UNSIGNED = (
+    (("message", "taskId"), "unsigned-task-id", "a task it claims to continue"),
+    (("message", "referenceTaskIds"), "unsigned-reference-task-ids", "tasks it refers to"),
+    (("message", "metadata", "replyTo"), "unsigned-reply-to",
+     "the message it claims to answer"),
+    (("message", "metadata", "relay"), "unsigned-relay", "where to send an answer"),
+    (("configuration", "pushNotificationConfig"), "unsigned-push-url",
+     "a URL to call back with updates"),
+    (("pushNotificationConfig",), "unsigned-push-url", "a URL to call back with updates"),
+)
+
+
+def unsigned_warnings(doc: object) -> list[Reason]:
+    """Warnings naming each unsigned part of a (shape-checked) request that a reader might
+    act on: task references, push-notification URLs, reply links. Their values are the
+    sender's word at best, anyone's on the way at worst."""
+    if not isinstance(doc, dict):
+        return []
+    params = doc.get("params") if _is_request(doc) else {"message": doc}
+    prefix = "params." if _is_request(doc) else ""
+    out: list[Reason] = []
+    for path, code, meaning in _UNSIGNED:
+        value: Any = params
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is None:
+            continue
+        if code == "unsigned-push-url" and isinstance(value, dict):
+            value = value.get("url", value)
+        shown = json.dumps(value, ensure_ascii=False)
+        shown = shown if len(shown) <= 120 else shown[:120] + "…"
+        out.append(warning(code, f"{prefix}{'.'.join(path)} = {shown} is not signed: "
+                                 f"{meaning}, as anyone on the way may have set it; "
+                                 "do not act on it as the sender's word"))
+    return out
 
 
 def card_freshness(ts: int, now: int) -> list[Reason]:

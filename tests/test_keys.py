@@ -149,6 +149,8 @@ def test_owner_only_modes_are_fine(tmp_path: Path) -> None:
     (b'{"did": "x"}', "bad-seed"),
     (json.dumps({"seed": SEED.hex(), "did": "did:key:zOther"}).encode(), "bad-key-file"),
     (b"x" * 5000, "bad-key-file"),
+    (b"\xff\xfe\x00{\x80garbage", "bad-key-file"),  # not UTF-8 at all
+    (b"{\"seed\": \"\xff\"}", "bad-key-file"),
 ])
 def test_bad_key_files(tmp_path: Path, content: bytes, code: str) -> None:
     root = ensure_private_dir(tmp_path / "keys")

@@ -339,3 +339,84 @@ def test_verify_card_without_a_url_does_not_say_none() -> None:
                  input=json.dumps(env))
     assert result.exit_code == 0, result.output
     assert "None" not in result.stdout and "(the card names no url)" in result.stdout
+
+
+# --- issue 13 §4: what the signature does not cover -----------------------------------------
+
+def _unsigned_change(req: dict[str, object], change: str) -> None:
+    message = req["params"]["message"]  # type: ignore[index]
+    if change == "role-agent":
+        message["role"] = "agent"
+    elif change == "role-missing":
+        del message["role"]
+    elif change == "kind-missing":
+        del message["kind"]
+    elif change == "jsonrpc-1.0":
+        req["jsonrpc"] = "1.0"
+    elif change == "another-method":
+        req["method"] = "tasks/get"
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    ("role-agent", "role-not-user"),
+    ("role-missing", "role-not-user"),
+    ("kind-missing", "not-a2a-message"),
+    ("jsonrpc-1.0", "not-jsonrpc-2.0"),
+    ("another-method", "unknown-method"),
+])
+def test_what_a_door_refuses_for_its_shape_is_not_verified_offline(
+        pair: tuple[str, str], change: str, code: str) -> None:
+    _, bob = pair
+    req = json.loads(_signed(bob))
+    _unsigned_change(req, change)
+    exit_code, doc = run_json("verify", "message", "-", "--to", bob, input=json.dumps(req))
+    assert exit_code == 1 and [r["code"] for r in doc["results"][0]["reasons"]] == [code]
+    # the same door rung judges a bare message
+    if change.startswith(("role", "kind")):
+        bare = json.dumps(req["params"]["message"])
+        exit_code, doc = run_json("verify", "message", "-", "--to", bob, input=bare)
+        assert exit_code == 1 and doc["results"][0]["reasons"][0]["code"] == code
+
+
+def test_the_shape_rung_is_the_doors_own(monkeypatch: pytest.MonkeyPatch,
+                                         pair: tuple[str, str]) -> None:
+    # offline verify calls the ladder's function, not a copy of it
+    from muretai_cli.inbox import ladder
+
+    _, bob = pair
+    calls: list[object] = []
+    real = ladder.a2a_message
+    monkeypatch.setattr(ladder, "a2a_message", lambda params: calls.append(1) or real(params))
+    assert run_json("verify", "message", "-", "--to", bob, input=_signed(bob))[0] == 0
+    assert calls == [1]
+
+
+def test_unsigned_parts_a_reader_might_act_on_are_named_in_warnings(
+        pair: tuple[str, str]) -> None:
+    _, bob = pair
+    req = json.loads(_signed(bob))
+    clean = json.dumps(req)
+    message = req["params"]["message"]
+    message["taskId"] = "task-7"
+    message["referenceTaskIds"] = ["task-1", "task-2"]
+    message["metadata"]["replyTo"] = "m-forged"
+    req["params"]["configuration"] = {"pushNotificationConfig": {"url": "https://evil.example/h"}}
+    code, doc = run_json("verify", "message", "-", "--to", bob, input=json.dumps(req))
+    result = doc["results"][0]
+    assert code == 0 and result["ok"] is True
+    warnings = {r["code"]: r["message"] for r in result["reasons"]}
+    assert {r["severity"] for r in result["reasons"]} == {"warning"}
+    assert set(warnings) == {"unsigned-task-id", "unsigned-reference-task-ids",
+                             "unsigned-reply-to", "unsigned-push-url"}
+    assert warnings["unsigned-task-id"].startswith('params.message.taskId = "task-7" is not '
+                                                   "signed")
+    assert '"https://evil.example/h"' in warnings["unsigned-push-url"]
+    assert "params.message.metadata.replyTo" in warnings["unsigned-reply-to"]
+    text = run("verify", "message", "-", "--to", bob, input=json.dumps(req))
+    assert text.exit_code == 0 and text.stdout.startswith("ok ")
+    assert "warning: stdin:1: unsigned-push-url: params.configuration.pushNotificationConfig" \
+        in text.stderr
+    assert text.stderr.count("is not signed") == 4
+    # a request with none of them has no warning
+    code, doc = run_json("verify", "message", "-", "--to", bob, input=clean)
+    assert code == 0 and doc["results"][0]["reasons"] == []

@@ -107,10 +107,7 @@ def _save(check: CardCheck, path: Path) -> Path:
         raise Refused("nothing-to-save", f"{check.base.text} has no verified signed envelope "
                                          "to save", hint="only a signed card can be judged "
                                                          "offline later")
-    try:
-        atomic_write(path, canonical_bytes(check.envelope) + b"\n", mode=0o644, overwrite=True)
-    except OSError as exc:
-        raise InputError("unwritable", f"{path}: {exc.strerror}") from None
+    atomic_write(path, canonical_bytes(check.envelope) + b"\n", mode=0o644, overwrite=True)
     return path
 
 
@@ -170,7 +167,6 @@ def publish(
 
     from muretai_cli.cli._out import load_identity
     from muretai_cli.durations import parse_seconds
-    from muretai_cli.errors import InputError
     from muretai_cli.home import Profiles
     from muretai_cli.seam import sign_card_envelope
     from muretai_cli.urls import parse_base_url

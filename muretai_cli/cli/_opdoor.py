@@ -26,6 +26,8 @@ from muretai_cli.cli._visitout import quoted
 if TYPE_CHECKING:
     from muretai_cli.inbox.store import DoorStore
 
+# A row whose stored text is not UTF-8 (a damaged file): shown, with U+FFFD where it breaks.
+DAMAGED = "DAMAGED (not valid UTF-8 on disk)"
 requests_app = typer.Typer(help="Held first contacts: list, approve, reject.",
                            invoke_without_command=True)
 senders_app = typer.Typer(help="Allow and block lists.", invoke_without_command=True)
@@ -102,12 +104,15 @@ def message_lines(m: dict[str, Any]) -> list[str]:
         from muretai_cli.cli._door import wba_text
 
         head += f"  {wba_text(m['wba'])}"
+    if m.get("damaged"):
+        head += f"  {DAMAGED}"
     return [head, *quoted(m["text"], limit=2000)]
 
 
 def _print_requests(rows: list[dict[str, Any]]) -> None:
     for r in rows:
-        say(f"{r['id']}  {when(r['received'])}  {safe(r['from'], limit=120)}  {r['status']}")
+        say(f"{r['id']}  {when(r['received'])}  {safe(r['from'], limit=120)}  {r['status']}"
+            + (f"  {DAMAGED}" if r.get("damaged") else ""))
         for line in quoted(r["text"], limit=500):
             say(line)
 

@@ -5,6 +5,7 @@
     └── PostgresDatabase   a schema per store in a PostgreSQL database, reached by a pool
     Schema / upgrade / require   versioned schemas (``muretai db init|upgrade``)
     DatabaseUnavailable    the database is down: nothing committed; servers answer 503
+    └── DatabaseFull       its disk is full (``disk-full``, never "move it aside")
     Conflict               a unique key refused a write; the transaction rolled back
 
 No ORM: stores write portable SQL (``?`` placeholders, ``INSERT ... ON CONFLICT``,
@@ -19,12 +20,15 @@ from pathlib import Path
 from muretai_cli.db._core import (
     Conflict,
     Database,
+    DatabaseFull,
     DatabaseUnavailable,
     Dialect,
     Result,
     Row,
     SchemaMismatch,
     Tx,
+    Undecodable,
+    damaged,
     render_ddl,
     to_format_style,
 )
@@ -34,6 +38,7 @@ from muretai_cli.errors import InputError
 __all__ = [
     "Conflict",
     "Database",
+    "DatabaseFull",
     "DatabaseUnavailable",
     "Dialect",
     "Result",
@@ -41,6 +46,8 @@ __all__ = [
     "Schema",
     "SchemaMismatch",
     "Tx",
+    "Undecodable",
+    "damaged",
     "is_postgres_url",
     "open_database",
     "redact",

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from muretai_cli.errors import InputError, MuretaiError
+from muretai_cli.errors import DiskFull, InputError, MuretaiError
 
 Dialect = Literal["sqlite", "postgresql"]
 Params = Sequence[Any]
@@ -32,10 +32,31 @@ class DatabaseUnavailable(MuretaiError):
     exit_code = 3
 
 
+class DatabaseFull(DatabaseUnavailable):
+    """The disk holding the database is full: nothing was committed. ``disk-full``, as
+    ``errors.DiskFull`` says it for files; a server answers 503 as for any unavailability."""
+
+    def __init__(self, where: object) -> None:
+        full = DiskFull(where)
+        super().__init__(full.code, full.detail, hint=full.hint)
+
+
 class Conflict(MuretaiError):
     """A uniqueness or integrity rule refused a write; the transaction was rolled back."""
 
     exit_code = 1
+
+
+class Undecodable(str):
+    """A text value a SQLite file held that is not UTF-8 (a damaged row), with U+FFFD where
+    its bytes do not decode. Stores mark the row it came from as damaged (``damaged()``)."""
+
+    __slots__ = ()
+
+
+def damaged(row: Sequence[Any]) -> bool:
+    """Whether a row holds a value that was not UTF-8 on disk."""
+    return any(isinstance(value, Undecodable) for value in row)
 
 
 class SchemaMismatch(InputError):

@@ -26,6 +26,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from muretai_cli.db._core import (
     Conflict,
     Database,
+    DatabaseFull,
     DatabaseUnavailable,
     Params,
     Result,
@@ -51,6 +52,8 @@ def lock_key(namespace: str) -> int:
 
 
 def _unavailable(exc: Exception) -> DatabaseUnavailable:
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return DatabaseFull("the PostgreSQL server's data")
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return DatabaseUnavailable("database-unavailable", f"PostgreSQL: {detail}",
                                hint="check that the database server is up and reachable")

@@ -4,6 +4,11 @@ Write transactions start with ``BEGIN IMMEDIATE`` (one writer per file, across p
 what a transaction read stays true until it commits). WAL with ``synchronous=NORMAL``
 keeps every committed transaction through a process crash; ``durable=True`` uses ``FULL``
 so a commit also survives power loss. Not thread-safe: one owner (an event loop or a command).
+
+What SQLite says goes through ``_failure``: a full disk is ``DatabaseFull`` (never "move it
+aside"), a path that cannot be opened names why, a damaged file says so. A text value that is
+not UTF-8 (a damaged row) does not make a whole read fail: the read is done again with such
+values as ``Undecodable`` (U+FFFD where bytes do not decode), which stores show as damaged.
 """
 
 from __future__ import annotations
@@ -16,34 +21,86 @@ from pathlib import Path
 from muretai_cli.db._core import (
     Conflict,
     Database,
+    DatabaseFull,
     DatabaseUnavailable,
     Params,
     Result,
     Tx,
+    Undecodable,
     statements,
 )
-from muretai_cli.errors import InputError
+from muretai_cli.errors import InputError, MuretaiError
 from muretai_cli.home import ensure_private_dir
 
 BUSY_TIMEOUT = 10.0
+_DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+
+
+def _tolerant_text(raw: bytes) -> str:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return Undecodable(raw.decode("utf-8", "replace"))
+
+
+def _undecodable(exc: sqlite3.Error) -> bool:
+    return str(exc).startswith("Could not decode to UTF-8")
+
+
+def _failure(exc: sqlite3.Error, path: Path) -> MuretaiError | None:
+    """What an engine error means for people, or None for a programming error (re-raised)."""
+    name = getattr(exc, "sqlite_errorname", "")
+    text = str(exc)
+    if name == "SQLITE_FULL" or "disk is full" in text:
+        return DatabaseFull(path)
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text or "busy" in text:
+        return DatabaseUnavailable("database-busy", text)
+    if name.startswith(_DAMAGED):
+        return InputError("bad-database", f"{path} is not a usable database ({text})",
+                          hint="move it aside; a new one is started in its place")
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_PERM",
+                        "SQLITE_AUTH")):
+        if path.is_dir():
+            return _is_directory(path)
+        return InputError("bad-database", f"cannot use the database {path} ({text})",
+                          hint="check that the file and its folder are yours and writable")
+    return None
+
+
+def _is_directory(path: Path) -> InputError:
+    return InputError("bad-database", f"{path} is a directory, not a database file",
+                      hint="rename that directory, or give --db another file path")
 
 
 class _SqliteTx(Tx):
-    __slots__ = ("_db",)
+    __slots__ = ("_db", "_path")
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
         self._db = db
+        self._path = path
 
     def execute(self, sql: str, params: Params = ()) -> Result:
         try:
-            cur = self._db.execute(sql, params)
-            return Result(cur.fetchall(), cur.rowcount)
+            try:
+                cur = self._db.execute(sql, params)
+                return Result(cur.fetchall(), cur.rowcount)
+            except sqlite3.OperationalError as exc:
+                # A read met a value that is not UTF-8: read again, marking such values.
+                if not _undecodable(exc) or not sql.lstrip()[:6].upper() == "SELECT":
+                    raise
+                self._db.text_factory = _tolerant_text
+                try:
+                    cur = self._db.execute(sql, params)
+                    return Result(cur.fetchall(), cur.rowcount)
+                finally:
+                    self._db.text_factory = str
         except sqlite3.IntegrityError as exc:
             raise Conflict("conflict", str(exc)) from None
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise DatabaseUnavailable("database-busy", str(exc)) from None
-            raise
+        except sqlite3.Error as exc:
+            failure = _failure(exc, self._path)
+            if failure is None:
+                raise
+            raise failure from None
 
 
 class SqliteDatabase(Database):
@@ -52,34 +109,49 @@ class SqliteDatabase(Database):
     def __init__(self, path: Path, *, durable: bool = False) -> None:
         ensure_private_dir(path.parent)
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT,
-                                   check_same_thread=False, cached_statements=256)
+        if path.is_dir():  # sqlite3 would say only "unable to open database file"
+            raise _is_directory(path)
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT,
+                                       check_same_thread=False, cached_statements=256)
+        except sqlite3.Error as exc:
+            raise (_failure(exc, path) or InputError(
+                "bad-database", f"cannot open the database {path} ({exc})")) from None
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.DatabaseError as exc:
+            path.chmod(0o600)
+        except (sqlite3.Error, OSError) as exc:
             self._db.close()
-            raise InputError("bad-database", f"{path} is not a usable database ({exc})",
-                             hint="move it aside; a new one is started in its place") from None
-        path.chmod(0o600)
-        self._auto = _SqliteTx(self._db)
+            raise self._open_failure(exc) from None
+        self._auto = _SqliteTx(self._db, path)
+
+    def _open_failure(self, exc: sqlite3.Error | OSError) -> MuretaiError:
+        if isinstance(exc, OSError):
+            return InputError("bad-database", f"cannot use the database {self.path}: "
+                                              f"{exc.strerror}")
+        return _failure(exc, self.path) or InputError(
+            "bad-database", f"{self.path} is not a usable database ({exc})",
+            hint="move it aside; a new one is started in its place")
 
     @contextmanager
     def transaction(self, *, exclusive: bool = True) -> Iterator[Tx]:
         # Every write transaction is IMMEDIATE on SQLite: it has one writer per file anyway,
         # and a deferred one that upgrades to writing can fail with SQLITE_BUSY halfway.
         del exclusive
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise DatabaseUnavailable("database-busy", str(exc)) from None
+        self._auto.execute("BEGIN IMMEDIATE")
         try:
             yield self._auto
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite may have rolled back itself (a full disk)
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
+        try:
+            self._auto.execute("COMMIT")
+        finally:
+            if self._db.in_transaction:  # a COMMIT that failed leaves nothing half-done
+                self._db.execute("ROLLBACK")
 
     def execute(self, sql: str, params: Params = ()) -> Result:
         return self._auto.execute(sql, params)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from muretai_cli.errors import InputError
+from muretai_cli.errors import DiskFull, InputError, is_disk_full
 
 
 def home_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -53,6 +53,8 @@ def ensure_private_dir(path: Path, *, gitignore: bool = True) -> Path:
     except FileExistsError:
         raise InputError("bad-folder", f"{path} exists and is not a folder") from None
     except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFull(path) from None
         raise InputError("bad-folder", f"cannot create {path}: {exc.strerror}") from None
     return path
 
@@ -61,26 +63,33 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, overwrite: bool 
     """Write ``data`` to ``path`` all-or-nothing, with ``mode`` from the first byte.
 
     Without ``overwrite`` an existing file is never replaced (the final step is a hard link,
-    which fails if the name exists); with it, the final step is an atomic rename.
+    which fails if the name exists); with it, the final step is an atomic rename. A write
+    that fails leaves nothing behind: ``DiskFull`` when there is no space, else an
+    ``InputError`` naming the file and why.
     """
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise InputError("exists", f"{path} already exists; nothing was overwritten") \
-                    from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if overwrite:
+                os.replace(tmp, path)
+            else:
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    raise InputError("exists", f"{path} already exists; nothing was "
+                                               "overwritten") from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFull(path) from None
+        raise InputError("unwritable", f"cannot write {path}: {exc.strerror}") from None
 
 
 def read_json_file(path: Path, default: Any) -> Any:
@@ -89,6 +98,8 @@ def read_json_file(path: Path, default: Any) -> Any:
         raw = path.read_bytes()
     except FileNotFoundError:
         return default
+    except OSError as exc:
+        raise InputError("unreadable", f"{path}: {exc.strerror}") from None
     from muretai_cli.seam import parse_document
 
     return parse_document(raw)

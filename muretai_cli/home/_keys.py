@@ -77,6 +77,8 @@ def _read_key_file(path: Path, *, allow_loose: bool = False) -> dict[str, object
     except FileNotFoundError:
         raise InputError("no-such-identity", f"no identity file at {path}",
                          hint="list identities with `muretai id list`") from None
+    except OSError as exc:
+        raise InputError("unreadable-key-file", f"{path}: {exc.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
         raise InputError("bad-key-file", f"{path} is not a regular file")
     folder = path.parent
@@ -95,7 +97,13 @@ def _read_key_file(path: Path, *, allow_loose: bool = False) -> dict[str, object
     if st.st_size > MAX_KEY_FILE:
         raise InputError("bad-key-file", f"{path} is too large to be a key file")
     try:
-        data = json.loads(path.read_bytes())
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError("unreadable-key-file", f"cannot read {path}: {exc.strerror}",
+                         hint=f"the key file must be readable by you: check its owner and "
+                              f"mode (ls -l {path})") from None
+    try:
+        data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise InputError("bad-key-file", f"{path} is not a JSON key file") from None
     if not isinstance(data, dict):
@@ -159,5 +167,8 @@ class KeyStore:
         path = self.path_of(name)
         if not path.exists():
             raise InputError("no-such-identity", f"no identity named {name!r} in {self.root}")
-        path.unlink()
+        try:
+            path.unlink()
+        except OSError as exc:
+            raise InputError("unwritable", f"cannot remove {path}: {exc.strerror}") from None
         return path

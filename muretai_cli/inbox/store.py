@@ -539,7 +539,8 @@ class DoorStore:
     # -- the owner's side ------------------------------------------------------------
     def inbox(self, limit: int | None = 20) -> list[dict[str, Any]]:
         """Newest into the inbox first. ``received`` is when the door took the message in
-        (for an approved first contact, when it was held); ``approved`` when you approved it."""
+        (for an approved first contact, when it was held); ``approved`` when you approved it.
+        ``damaged``: a value of the row was not UTF-8 on disk (shown with U+FFFD)."""
         sql = ("SELECT * FROM (SELECT i.id, i.sender, i.message_id, i.context_id, i.text, "
                "i.sent, i.received, i.verified, i.via, (SELECT MIN(r.decided) FROM requests r "
                "WHERE i.via='approved' AND r.sender=i.sender AND r.message_id=i.message_id "
@@ -548,7 +549,9 @@ class DoorStore:
         rows = self.db.all(sql + " LIMIT ?", (limit,)) if limit else self.db.all(sql)
         keys = ("id", "from", "messageId", "contextId", "text", "timestamp", "received",
                 "verified", "via", "approved", "wba")
-        out = [dict(zip(keys, r, strict=True)) for r in rows]
+        from muretai_cli.db import damaged
+
+        out = [{**dict(zip(keys, r, strict=True)), "damaged": damaged(r)} for r in rows]
         for item in out:
             item["verified"] = bool(item["verified"])
             item["wba"] = _wba_of(item["wba"])
@@ -560,7 +563,9 @@ class DoorStore:
             "wba FROM requests WHERE status='held' OR ?=1 ORDER BY received, seq", (int(all_),))
         keys = ("id", "from", "messageId", "contextId", "text", "timestamp", "received",
                 "status", "decided", "wba")
-        out = [dict(zip(keys, r, strict=True)) for r in rows]
+        from muretai_cli.db import damaged
+
+        out = [{**dict(zip(keys, r, strict=True)), "damaged": damaged(r)} for r in rows]
         for item in out:
             item["wba"] = _wba_of(item["wba"])
         return out
@@ -820,7 +825,9 @@ class DoorStore:
             "ORDER BY at, direction, id", (peer, peer, context, context))
         keys = ("direction", "peer", "messageId", "contextId", "text", "timestamp",
                 "received", "verified", "channel", "replyTo", "state", "approved", "wba")
-        items = [dict(zip(keys, r[:13], strict=True)) for r in rows]
+        from muretai_cli.db import damaged
+
+        items = [{**dict(zip(keys, r[:13], strict=True)), "damaged": damaged(r)} for r in rows]
         # Timestamps are whole seconds: a reply received in the second its parent was sent
         # must still come after it. A message's depth in its reply chain breaks such ties.
         parent = {m["messageId"]: m["replyTo"] for m in items}
