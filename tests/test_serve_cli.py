@@ -33,6 +33,8 @@ def test_serve_listens_on_the_urls_port_without_port(tmp_path: Path) -> None:
         assert served.base == f"http://127.0.0.1:{port}"
         card = httpx.get(f"{served.base}/.well-known/agent-card.json", timeout=5).json()
         assert card["url"] == f"http://127.0.0.1:{port}"
+        # the policy said is the one in force (a new door quarantines), never "None"
+        assert b"(policy quarantine, db " in served.log.read_bytes()
 
 
 @pytest.mark.parametrize(("field", "value", "code"), [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -420,3 +421,55 @@ def test_unsigned_parts_a_reader_might_act_on_are_named_in_warnings(
     # a request with none of them has no warning
     code, doc = run_json("verify", "message", "-", "--to", bob, input=clean)
     assert code == 0 and doc["results"][0]["reasons"] == []
+
+
+# --- issue 13 §6: verify streams its report --------------------------------------------------
+
+class _Item(dict):  # type: ignore[type-arg]
+    """A batch item that a weak reference can watch."""
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "junit"])
+def test_a_batch_holds_no_item_it_has_already_reported(
+        fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import weakref
+
+    from muretai_cli.cli._out import render_batch, result_of
+
+    refs: list[weakref.ref[_Item]] = []
+
+    def items() -> Any:
+        for i in range(40):
+            item = _Item(result_of(f"in{i}", [], 0, text="x" * 1000))
+            refs.append(weakref.ref(item))
+            if i >= 2:
+                assert refs[i - 2]() is None, f"item {i - 2} is still held"
+            yield item
+
+    code = render_batch(items(), fmt == "json", fmt=fmt, suite="s")
+    out = capsys.readouterr().out
+    assert code == 0 and len(refs) == 40
+    if fmt == "json":
+        assert [r["input"] for r in json.loads(out)["results"]] == [f"in{i}" for i in range(40)]
+    elif fmt == "text":
+        assert out.splitlines() == [f"ok    in{i}" for i in range(40)]
+    else:
+        assert out.count("<testcase ") == 40 and 'name="in39"' in out
+
+
+def test_the_streamed_json_report_is_the_document_emit_json_writes(
+        pair: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    from muretai_cli.cli._out import emit_json
+
+    _, bob = pair
+    warned = json.loads(_signed(bob, "w\u202eu\U000e0041"))
+    warned["params"]["message"]["taskId"] = "t\u2028\x9b"
+    lines = _signed(bob, "a") + json.dumps(warned) + "\n" + "garbage\n" + \
+        _signed(bob, "b").replace('"b"', '"c"')
+    result = run("verify", "message", "-", "--to", bob, "--json", input=lines)
+    assert result.exit_code == 2
+    doc = json.loads(result.stdout)
+    assert [r["ok"] for r in doc["results"]] == [True, True, False, False]
+    capsys.readouterr()
+    emit_json(doc)
+    assert result.stdout == capsys.readouterr().out

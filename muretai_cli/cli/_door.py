@@ -232,7 +232,7 @@ def serve(
     single = prepare() if workers == 1 else None
     note(f"listening on http://{shown}:{bound[1]} as {ident.did}"
          + (f" ({workers} workers)" if workers > 1 else ""))
-    note(f"card: {base.join('/.well-known/agent-card.json')} (policy {dm_policy}, db {where})")
+    note(f"card: {base.join('/.well-known/agent-card.json')} (policy {config.policy}, db {where})")
     if json_out:
         emit_json_line({"ok": True, "event": "listening", "time": int(time.time()),
                         "address": f"http://{shown}:{bound[1]}", "url": base.text,

@@ -6,12 +6,13 @@ a peer passes through ``safe()`` before it reaches a terminal.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, ParamSpec, TypeVar
 
@@ -292,59 +293,100 @@ def error_result(label: str, exc: MuretaiError, **facts: Any) -> dict[str, Any]:
     return result_of(label, [reason], exc.exit_code, **facts)
 
 
-def render_batch(results: list[dict[str, Any]], json_out: bool,
+def render_batch(results: Iterable[dict[str, Any]], json_out: bool,
                  summary: Callable[[dict[str, Any]], str] | None = None, *,
                  fmt: str = "text", suite: str = "muretai") -> int:
-    """Print a batch and return its exit code: the worst of its items (2 > 1 > 0)."""
-    codes = [int(r.pop("_exit", 0)) for r in results]
-    exit_code = max(codes, default=0)
-    if fmt in ("junit", "github") and not json_out:
-        from muretai_cli.cli._formats import batch_cases, emit_ci
+    """Print a batch as its items come and return its exit code: the worst (2 > 1 > 0).
 
-        emit_ci(batch_cases(results, codes, suite=suite), fmt, name=suite)
-        return exit_code
-    if json_out:
-        emit_json({"ok": exit_code == 0, "results": results})
-        return exit_code
-    for item in results:
-        label = safe(item["input"])
-        errors = [r for r in item["reasons"] if r["severity"] == "error"]
-        if errors:
-            text = "; ".join(f"{r['code']}: {r['message']}" for r in errors)
-            say(f"FAIL  {label}  {safe(text)}")
-        else:
-            say(f"ok    {label}  {safe(summary(item)) if summary else ''}".rstrip())
-        for r in item["reasons"]:
-            if r["severity"] == "warning":
-                note(f"warning: {label}: {r['code']}: {safe(r['message'])}")
+    Memory stays flat however many items: text is printed item by item; ``--json`` spools
+    the items to a temporary file (``ok`` comes first and is known only at the end) and then
+    writes the same document ``emit_json`` would; CI formats keep one small row per item.
+    No item at all is a usage error (``no-input``), said before anything is printed.
+    """
+    import tempfile
+
+    ci = fmt in ("junit", "github") and not json_out
+    exit_code = 0
+    count = 0
+    cases: list[Any] = []
+    with tempfile.TemporaryFile("w+", encoding="utf-8") if json_out else _no_spool() as spool:
+        for item in results:
+            code = int(item.pop("_exit", 0))
+            exit_code = max(exit_code, code)
+            count += 1
+            if ci:
+                from muretai_cli.cli._formats import batch_cases
+
+                cases += batch_cases([item], [code], suite=suite)
+            elif spool is not None:
+                spool.write((",\n" if count > 1 else "") + _indented(item))
+            else:
+                _print_item(item, summary)
+        if not count:
+            raise InputError("no-input", "no inputs were given (stdin was empty)")
+        if ci:
+            from muretai_cli.cli._formats import emit_ci
+
+            emit_ci(cases, fmt, name=suite)
+        elif spool is not None:
+            spool.seek(0)
+            sys.stdout.write(f'{{\n  "ok": {json.dumps(exit_code == 0)},\n  "results": [\n')
+            while chunk := spool.read(1 << 16):
+                sys.stdout.write(chunk)
+            sys.stdout.write("\n  ]\n}\n")
     return exit_code
+
+
+@contextlib.contextmanager
+def _no_spool() -> Iterator[None]:
+    yield None
+
+
+def _indented(item: dict[str, Any]) -> str:
+    """One item as ``emit_json`` writes it inside ``results`` (indent 2, four deep)."""
+    text = _JSON_UNSAFE.sub(_json_escape, json.dumps(item, ensure_ascii=False, indent=2))
+    return "\n".join("    " + line for line in text.split("\n"))
+
+
+def _print_item(item: dict[str, Any], summary: Callable[[dict[str, Any]], str] | None) -> None:
+    label = safe(item["input"])
+    errors = [r for r in item["reasons"] if r["severity"] == "error"]
+    if errors:
+        text = "; ".join(f"{r['code']}: {r['message']}" for r in errors)
+        say(f"FAIL  {label}  {safe(text)}")
+    else:
+        say(f"ok    {label}  {safe(summary(item)) if summary else ''}".rstrip())
+    for r in item["reasons"]:
+        if r["severity"] == "warning":
+            note(f"warning: {label}: {r['code']}: {safe(r['message'])}")
 
 
 def verify_batch(files: list[str], json_out: bool, check: Callable[[object], Verdict],
                  summary: Callable[[dict[str, Any]], str] | None = None, *,
                  fmt: str = "text", suite: str = "muretai verify") -> None:
     """The verify commands' loop: each input through the seam's parse boundary, then
-    ``check`` (a ``Verdict``, or a ``MuretaiError`` naming why not), rendered as a batch."""
+    ``check`` (a ``Verdict``, or a ``MuretaiError`` naming why not), rendered as a batch
+    one item at a time (a JSON Lines stdin of any length keeps memory flat)."""
     from muretai_cli.cli._formats import check_format
-    from muretai_cli.seam import parse_document
 
     fmt = check_format(fmt, json_out)
     json_out = fmt == "json"
-    results = []
-    for label, raw in iter_documents(files):
-        try:
-            if isinstance(raw, InputError):
-                raise raw
-            verdict = check(parse_document(raw))
-        except MuretaiError as exc:
-            results.append(error_result(label, exc))
-            continue
-        facts = dict(verdict.facts)
-        results.append(result_of(label, [r.to_json() for r in verdict.reasons],
-                                 0 if verdict.ok else 1, **facts))
-    if not results:
-        raise InputError("no-input", "no inputs were given (stdin was empty)")
+    results = (_judged(label, raw, check) for label, raw in iter_documents(files))
     raise typer.Exit(render_batch(results, json_out, summary, fmt=fmt, suite=suite))
+
+
+def _judged(label: str, raw: bytes | InputError, check: Callable[[object], Verdict]
+            ) -> dict[str, Any]:
+    from muretai_cli.seam import parse_document
+
+    try:
+        if isinstance(raw, InputError):
+            raise raw
+        verdict = check(parse_document(raw))
+    except MuretaiError as exc:
+        return error_result(label, exc)
+    return result_of(label, [r.to_json() for r in verdict.reasons], 0 if verdict.ok else 1,
+                     **dict(verdict.facts))
 
 
 def did_option(value: str, name: str, *, keys: Path | None = None,
