@@ -245,3 +245,20 @@ def test_a_row_that_is_not_utf8_is_shown_damaged_and_the_rest_still_reads() -> N
 def _json(*args: str) -> tuple[int, dict[str, Any]]:
     result = _cli(*args, "--json")
     return result.exit_code, json.loads(result.stdout)
+
+
+def test_a_full_postgresql_disk_is_disk_full_too() -> None:
+    psycopg = pytest.importorskip("psycopg")
+    from muretai_cli.db._postgres import _unavailable
+
+    exc = _unavailable(psycopg.errors.DiskFull("could not extend file: No space left on device"))
+    assert isinstance(exc, DatabaseFull) and exc.code == "disk-full" and exc.exit_code == 3
+
+
+def test_a_state_file_that_is_a_directory_is_unreadable_not_a_traceback() -> None:
+    from muretai_cli.home import home_dir
+
+    (home_dir() / "pins.json").mkdir(parents=True)
+    result = _cli("card", "pins")
+    assert result.exit_code == 2, (result.exception, result.stderr)
+    assert result.stderr.startswith("error: unreadable: ") and "pins.json" in result.stderr

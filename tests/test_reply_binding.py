@@ -182,3 +182,40 @@ def test_reply_message_id_is_the_documented_digest() -> None:
 
     digest = hashlib.sha256(b"muretai-reply-v1\x00did:key:z6MkA\x00m-1").hexdigest()
     assert reply_message_id("did:key:z6MkA", "m-1") == "r-" + digest[:32]
+
+
+def test_an_unsigned_reply_to_is_kept_only_when_the_signed_fields_prove_it() -> None:
+    # The same rule for a door and a relay drain (one function): metadata.replyTo names one of
+    # my messages, but only the reply's signed contextId (that message's) or its signed
+    # messageId (our door's derived one) proves it answers that message.
+    import time
+
+    from muretai_cli.artifacts.message import build_message, build_message_send
+    from muretai_cli.door.core import Door, DoorConfig
+    from muretai_cli.inbox.store import DoorStore, db_path
+    from muretai_cli.seam import SigningKey, sign_envelope
+    from muretai_cli.urls import parse_base_url
+
+    me, bob, carol = SigningKey(b"\x0c" * 32), SigningKey.generate(), SigningKey.generate()
+    store = DoorStore(db_path(me.did))
+    door = Door(me, DoorConfig(name="me", url=parse_base_url("http://127.0.0.1:9"),
+                               policy="open", rate_per_sender=0, rate_total=0), store)
+    now = int(time.time())
+    store.record_sent(peer=bob.did, channel="door", state="delivered", now=now, message={
+        "messageId": "m-mine", "contextId": "c-mine", "text": "hi bob", "timestamp": now})
+
+    def arrives(sender: SigningKey, mid: str, ctx: str | None) -> str | None:
+        env = sign_envelope(sender, to=me.did, text=f"{mid} text", timestamp=now,
+                            message_id=mid, context_id=ctx)
+        request = build_message_send(build_message(env, reply_to="m-mine"), 1)
+        status, body, _ = door.handle_post(json.dumps(request).encode())
+        assert status == 200 and "result" in json.loads(body), body
+        got = store.received(sender.did, mid)
+        assert got is not None
+        return got["replyTo"]  # type: ignore[no-any-return]
+
+    assert arrives(bob, "b-1", "c-mine") == "m-mine"  # its signed contextId is my message's
+    assert arrives(bob, "b-2", "c-other") is None  # the hint alone proves nothing
+    assert arrives(bob, "b-3", None) is None
+    assert arrives(carol, "c-1", "c-mine") is None  # not the peer my message went to
+    assert arrives(bob, reply_message_id(me.did, "m-mine"), "c-x") == "m-mine"  # derived id
