@@ -366,9 +366,10 @@ class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
     def on_response_complete(self) -> None:
         self._header_bytes = 0
         super().on_response_complete()
-        if self._in_body and self.cycle.response_complete:
-            self._drain()  # answered before its body was read: that body is no request head
-            return
+        if self._in_body:  # the parser is inside a body: what comes next is body, not a head
+            if self.cycle.response_complete:
+                self._drain()  # this request was answered before its body was all read
+            return  # else the body of a pipelined request, answered in its turn
         self._awaiting_headers = True
         if not self.pipeline:
             self._now_waiting()
