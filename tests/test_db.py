@@ -152,3 +152,19 @@ def test_an_unreachable_postgres_is_unavailable_not_a_traceback(tmp_path: Path) 
 def test_redact_hides_a_password_only() -> None:
     assert redact("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
     assert redact("/a/b.sqlite3") == "/a/b.sqlite3"
+
+
+def test_each_batch_is_a_view_of_its_own_and_placeholders_are_translated_once(
+        tmp_path: Path) -> None:
+    from muretai_cli.db import open_database, to_format_style
+
+    db = open_database(tmp_path / "b.sqlite3", namespace="t")
+    try:
+        with db.batch() as first:
+            pass
+        with db.batch() as second:
+            pass
+        assert first is not second  # no view (nor its savepoint depth) outlives its batch
+    finally:
+        db.close()
+    assert to_format_style.cache_info().maxsize == 512  # type: ignore[attr-defined]

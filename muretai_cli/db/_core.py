@@ -151,7 +151,6 @@ class Database(ABC):
         self.close()
 
 
-@functools.lru_cache(maxsize=512)
 class _InTransaction(Database):
     """``Database.batch``'s view: the outer database's statements, all in one transaction."""
 
@@ -194,6 +193,7 @@ class _InTransaction(Database):
         self._outer.ensure_namespace()
 
 
+@functools.lru_cache(maxsize=512)
 def to_format_style(sql: str) -> str:
     """``?`` placeholders to psycopg's ``%s`` (and a literal ``%`` to ``%%``), quotes respected."""
     out: list[str] = []
