@@ -6,7 +6,6 @@ a peer passes through ``safe()`` before it reaches a terminal.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -299,53 +298,36 @@ def render_batch(results: Iterable[dict[str, Any]], json_out: bool,
     """Print a batch as its items come and return its exit code: the worst (2 > 1 > 0).
 
     Memory stays flat however many items: text is printed item by item; ``--json`` spools
-    the items to a temporary file (``ok`` comes first and is known only at the end) and then
-    writes the same document ``emit_json`` would; CI formats keep one small row per item.
+    the items in a ``JsonList`` (``ok`` comes first and is known only at the end), so the
+    document is the one ``emit_json`` always wrote; CI formats keep one small row per item.
     No item at all is a usage error (``no-input``), said before anything is printed.
     """
-    import tempfile
-
     ci = fmt in ("junit", "github") and not json_out
     exit_code = 0
     count = 0
     cases: list[Any] = []
-    with tempfile.TemporaryFile("w+", encoding="utf-8") if json_out else _no_spool() as spool:
-        for item in results:
-            code = int(item.pop("_exit", 0))
-            exit_code = max(exit_code, code)
-            count += 1
-            if ci:
-                from muretai_cli.cli._formats import batch_cases
-
-                cases += batch_cases([item], [code], suite=suite)
-            elif spool is not None:
-                spool.write((",\n" if count > 1 else "") + _indented(item))
-            else:
-                _print_item(item, summary)
-        if not count:
-            raise InputError("no-input", "no inputs were given (stdin was empty)")
+    listed = JsonList() if json_out else None
+    for item in results:
+        code = int(item.pop("_exit", 0))
+        exit_code = max(exit_code, code)
+        count += 1
         if ci:
-            from muretai_cli.cli._formats import emit_ci
+            from muretai_cli.cli._formats import batch_cases
 
-            emit_ci(cases, fmt, name=suite)
-        elif spool is not None:
-            spool.seek(0)
-            sys.stdout.write(f'{{\n  "ok": {json.dumps(exit_code == 0)},\n  "results": [\n')
-            while chunk := spool.read(1 << 16):
-                sys.stdout.write(chunk)
-            sys.stdout.write("\n  ]\n}\n")
+            cases += batch_cases([item], [code], suite=suite)
+        elif listed is not None:
+            listed.append(item)
+        else:
+            _print_item(item, summary)
+    if not count:
+        raise InputError("no-input", "no inputs were given (stdin was empty)")
+    if ci:
+        from muretai_cli.cli._formats import emit_ci
+
+        emit_ci(cases, fmt, name=suite)
+    elif listed is not None:
+        emit_json({"ok": exit_code == 0, "results": listed})
     return exit_code
-
-
-@contextlib.contextmanager
-def _no_spool() -> Iterator[None]:
-    yield None
-
-
-def _indented(item: dict[str, Any]) -> str:
-    """One item as ``emit_json`` writes it inside ``results`` (indent 2, four deep)."""
-    text = _JSON_UNSAFE.sub(_json_escape, json.dumps(item, ensure_ascii=False, indent=2))
-    return "\n".join("    " + line for line in text.split("\n"))
 
 
 def _print_item(item: dict[str, Any], summary: Callable[[dict[str, Any]], str] | None) -> None:
