@@ -8,6 +8,7 @@ import typer
 
 from muretai_cli.cli._formats import FormatOpt, batch_cases, check_format, emit_ci
 from muretai_cli.cli._out import (
+    JsonList,
     JsonOpt,
     emit_json,
     error_result,
@@ -154,46 +155,51 @@ def check(
     else:
         client = make_client(timeout, max_bytes)
         cards = online_cards(base, client, clock, require_signed)
-    results: list[dict[str, Any]] = []
-    texts: list[list[str]] = []
+    # Each input is rendered as it is checked: text printed, --json spooled in a JsonList,
+    # CI formats one small row; memory stays flat however many results a CI job checks.
+    ci = form in ("junit", "github")
+    listed = JsonList() if form == "json" else None
+    cases: list[Any] = []
+    codes: list[int] = []
+
+    def render(result: dict[str, Any], lines: list[str]) -> None:
+        code = int(result.pop("_exit", 0))
+        codes.append(code)
+        if ci:
+            cases.extend(batch_cases([result], [code], suite="muretai handoff check"))
+        elif listed is not None:
+            listed.append(result)
+        else:
+            for line in lines:
+                say(safe(line, limit=None) if line.startswith("ERROR") else line)
+
     try:
         for label, raw in iter_documents(files):
             if isinstance(raw, MuretaiError):
-                results.append(error_result(label, raw))
-                texts.append([f"ERROR   {label}  {raw.code}: {raw.detail}"])
+                render(error_result(label, raw), [f"ERROR   {label}  {raw.code}: {raw.detail}"])
                 continue
             try:
                 with progress(f"checking {label}"):
                     report = check_handoff_bytes(raw, cards, person=person, now=clock)
             except MuretaiError as exc:
-                results.append(error_result(label, exc))
-                texts.append([f"ERROR   {label}  {exc.code}: {exc.detail}"])
+                render(error_result(label, exc), [f"ERROR   {label}  {exc.code}: {exc.detail}"])
                 continue
             if skip_empty and not report.handoff.sources:
-                results.append({"input": label, "ok": True, "skipped": True, "reasons": [],
-                                "_exit": 0})
-                texts.append([f"SKIP    {safe(label)}  no handoff in this result "
-                              "(--skip-empty)"])
+                render({"input": label, "ok": True, "skipped": True, "reasons": [], "_exit": 0},
+                       [f"SKIP    {safe(label)}  no handoff in this result (--skip-empty)"])
                 continue
-            results.append(report_item(label, report))
-            texts.append(handoff_lines(label, report))
+            render(report_item(label, report), handoff_lines(label, report))
     finally:
         if client is not None:
             client.close()
-    if not results:
+    if not codes:
         raise InputError("no-input", "no inputs were given (stdin was empty)",
                          hint="give tool result files, or JSON Lines on stdin with -")
-    codes = [int(r.pop("_exit", 0)) for r in results]
     exit_code = max(codes)
-    if form in ("junit", "github"):
-        emit_ci(batch_cases(results, codes, suite="muretai handoff check"), form,
-                name="muretai handoff check")
-    elif form == "json":
-        emit_json({"ok": exit_code == 0, "results": results})
-    else:
-        for lines in texts:
-            for line in lines:
-                say(safe(line, limit=None) if line.startswith("ERROR") else line)
-        if exit_code:
-            note(closing_note(codes, exit_code))
+    if ci:
+        emit_ci(cases, form, name="muretai handoff check")
+    elif listed is not None:
+        emit_json({"ok": exit_code == 0, "results": listed})
+    elif exit_code:
+        note(closing_note(codes, exit_code))
     raise typer.Exit(exit_code)
