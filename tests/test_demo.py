@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 DEMO = [sys.executable, "-m", "muretai_cli", "demo"]
 
@@ -50,6 +51,24 @@ def test_demo_passes_end_to_end(tmp_path: Path) -> None:
     assert sent[answer[0]["replyTo"]] == "See you on Friday."
     assert [(m["direction"], m["text"]) for m in view("bob")] == [
         ("out", "Lunch on Thursday?"), ("in", "Thursday works. 12:30?")]
+
+    # bob and carol met through an invite before they talked: each holds the other as a
+    # contact made by it, and carol's policy stayed quarantine (the invite let bob in)
+    def run_json(*args: str) -> dict[str, Any]:
+        out = subprocess.run([sys.executable, "-m", "muretai_cli", *args, "--json"],
+                             capture_output=True, text=True, env=env, check=False)
+        doc: dict[str, Any] = json.loads(out.stdout)
+        return doc
+
+    bob, carol = (run_json("id", "show", n)["did"] for n in ("bob", "carol"))
+    assert [(c["did"], c["how"]) for c in run_json("invite", "contacts", "--as", "carol")[
+        "contacts"]] == [(bob, "claimed-invite")]
+    assert [(c["did"], c["how"]) for c in run_json("invite", "contacts", "--as", "bob")[
+        "contacts"]] == [(carol, "joined-invite")]
+    assert run_json("op", "--as", "carol", "policy")["policy"] == "quarantine"
+    assert [(m["from"], m["text"]) for m in view("carol") if m["direction"] == "in"] == [
+        (bob, "Lunch on Thursday?")]
+    assert "honoured the claim of" in proc.stdout
 
 
 def _demo_homes(tmp: Path) -> list[str]:

@@ -304,21 +304,36 @@ def test_join_through_a_relay_then_talk(tmp_path: Any) -> None:
             assert j("card", "publish", "--as", name)[0] == 0
         code, made = j("invite", "create", "--as", "ines")   # the relay from id relay
         assert code == 0 and made["invite"]["relay"] == relay.url and made["invite"]["url"] == ""
-        code, joined = j("join", made["text"], "--as", "jo", "--message", "hello Ines")
+        # the name a joiner gives is its own words: untrusted text, shown stripped
+        given = "Jo\x1b[2J\x07 the builder"
+        code, joined = j("join", made["text"], "--as", "jo", "--message", "hello Ines",
+                         "--name", given)
         assert code == 0, joined
         assert joined["claim"]["queued"] is True and joined["message"]["state"] == "queued"
-        code, drained = j("op", "--as", "ines", "turn-check")
-        assert code == 0, drained
-        assert [(e["from"], e["name"]) for e in drained["joined"]] == [(dids["jo"], "jo")]
-        assert [m["text"] for m in drained["messages"]] == ["hello Ines"]  # not held
-        assert drained["held"] == [] and drained["refused"] == []
-        # a second joiner on the one-use invite: refused, reported, and nothing changes
-        code, again = j("join", made["text"], "--as", "kim")
-        assert code == 0 and again["claim"]["queued"] is True
-        code, drained = j("op", "--as", "ines", "turn-check")
-        assert [r["reason"]["code"] for r in drained["refused"]] == ["invite-used-up"]
+        drained = run("op", "--as", "ines", "turn-check")
+        assert drained.exit_code == 0, drained.stderr
+        assert "\x1b" not in drained.stdout and "\x07" not in drained.stdout
+        assert f"joined through your invite: {dids['jo']}, who gives the name " \
+               "'Jo?[2J? the builder'" in drained.stdout
+        assert "| hello Ines" in drained.stdout                 # the claim came first:
+        assert "HELD" not in drained.stdout and "refused" not in drained.stdout  # not held
         code, listing = j("invite", "contacts", "--as", "ines")
-        assert [c["name"] for c in listing["contacts"]] == ["jo"]
+        assert [(c["did"], c["name"]) for c in listing["contacts"]] == [(dids["jo"], given)]
+        shown = run("invite", "contacts", "--as", "ines").stdout
+        assert "'Jo?[2J? the builder' (their words)" in shown and "\x1b" not in shown
+        # a second joiner on the one-use invite: its claim is refused and reported with its
+        # reason, its message waits in quarantine, and nothing about jo changes
+        again = run("join", made["text"], "--as", "kim", "--message", "me too")
+        assert again.exit_code == 0, again.stderr
+        assert "claim queued for" in again.stdout and "message queued" in again.stdout
+        assert "delivered" not in again.stdout and "verified" not in again.stdout
+        code, drained = j("op", "--as", "ines", "turn-check")
+        assert [(r["from"], r["reason"]["code"]) for r in drained["refused"]] == [
+            (dids["kim"], "invite-used-up")]
+        assert [(m["from"], m["text"]) for m in drained["held"]] == [(dids["kim"], "me too")]
+        assert drained["joined"] == [] and drained["messages"] == []
+        code, listing = j("invite", "contacts", "--as", "ines")
+        assert [c["did"] for c in listing["contacts"]] == [dids["jo"]]
 
 
 def test_a_relayed_claim_must_be_deposited_by_its_signer() -> None:

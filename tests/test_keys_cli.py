@@ -58,6 +58,10 @@ def test_keystate_round_trip_rotation_and_pin_store(tmp_path: Path, ids: dict[st
     assert code == 1 and codes(item) == ["keystate-rollback"] and item["opDid"] == ids["op2"]
     assert item["pinSource"] == "store" and item["pinnedNow"] is False
     assert KeyStatePins().get(root)["epoch"] == 2  # type: ignore[index]
+    shown = run("verify", "keystate", str(ks1), "--root", root, "--now", str(NOW))
+    assert shown.exit_code == 1 and shown.stdout.startswith("FAIL")
+    assert f"keystate-rollback: epoch 1 is older than the pinned epoch 2; in force: " \
+           f"{ids['op2']} (from the pin)" in shown.stdout    # the answer, in text too
     # re-verifying the pinned record itself is fine and changes nothing
     code, item = verify("keystate", str(ks2), "--root", root, "--now", str(NOW), "--pin")
     assert code == 0 and item["pinnedNow"] is False

@@ -4,7 +4,9 @@ Identities, signing and verifying; then a real door (``muretai serve``) and a re
 (``muretai relay serve``) on 127.0.0.1, a contact grant, a verified and pinned card, a
 handoff check (and a refused redirect), a first DM held by quarantine, the owner's approval,
 a followed handoff, the persistent inbox, the shop's owner answering the visitor through
-the relay; then two people at two shells talking through the relay (dm, turn-check, reply).
+the relay; then two people at two shells who meet through an invite (invite create, join,
+the claim honoured at turn-check) and then talk through the relay (dm, turn-check, reply),
+the first message let through by the invite, not by opening the door to strangers.
 
 Every step runs the real ``muretai`` command line in a subprocess (so the demo exercises
 exactly what a user types) and checks its exit code. It exits 0 only if every step did.
@@ -239,7 +241,8 @@ def online_part(demo: Demo) -> None:
 
 
 def conversation_part(demo: Demo) -> None:
-    """Two people at two shells, no door: cards on the relay, dm, turn-check, a reply."""
+    """Two people at two shells, no door: cards on the relay, an invite and its claim (so the
+    first message is not held), dm, turn-check, a reply."""
     relay = demo.relay
     if not relay:
         return
@@ -258,16 +261,26 @@ def conversation_part(demo: Demo) -> None:
              "join", text, "--as", "bob")
     demo.run("bob writes to carol: sealed to her key, queued at the relay", "op", "--as",
              "bob", "dm", carol, "Lunch on Thursday?", "--relay", relay)
-    demo.run("carol lets strangers straight in (her policy)", "op", "--as", "carol",
-             "policy", "open")
-    drained = demo.run("carol runs turn-check: opened, verified, stored, then acknowledged",
+    drained = demo.run("carol runs turn-check (her policy is still quarantine): bob's claim "
+                       "first, then his message, opened, verified, stored, acknowledged",
                        "op", "--as", "carol", "turn-check", "--json", show=False)
-    messages = _json(drained).get("messages")
+    report = _json(drained)
+    joined = report.get("joined")
+    if not isinstance(joined, list) or [j.get("from") for j in joined
+                                        if isinstance(j, dict)] != [bob]:
+        demo.failures.append("carol's turn-check did not honour bob's invite claim")
+        return
+    demo.show(f"    {carol[:24]}… honoured the claim of {bob[:24]}…: a contact now, an "
+              "allowed sender")
+    messages = report.get("messages")
     first = messages[0] if isinstance(messages, list) and messages else {}
     if not isinstance(first, dict) or first.get("text") != "Lunch on Thursday?":
-        demo.failures.append("carol's turn-check did not show bob's message")
+        held = report.get("held")
+        demo.failures.append("carol's turn-check did not show bob's message (held: "
+                             f"{len(held) if isinstance(held, list) else 0})")
         return
-    demo.show(f"    {carol[:24]}… got {json.dumps(first.get('text'))} from {bob[:24]}…, verified")
+    demo.show(f"    {carol[:24]}… got {json.dumps(first.get('text'))} from {bob[:24]}…, verified"
+              ", not held: they met through the invite")
     demo.run("carol answers (bob's relay is known from his verified message)", "op", "--as",
              "carol", "dm", bob, "Thursday works. 12:30?", "--reply-to",
              str(first.get("messageId")))

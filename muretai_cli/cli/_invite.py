@@ -265,13 +265,24 @@ def join(
                 out["ok"] = report.exit_code == 0
     if json_out:
         emit_json(out)
-    else:
-        say(f"joined {_describe(got)}")
+    elif endpoint is not None:
+        say(f"joined {_describe(got)}: the door accepted the claim")
         if "message" in out:
             verdict = "delivered, reply verified" if out["ok"] else "sent; reply NOT verified"
             say(f"message {verdict}")
+    else:  # both only queued: nothing is known of the inviter's verdict yet
+        say(f"claim queued for {_describe(got)}: the inviter judges it at its next "
+            "turn-check")
+        if "message" in out:
+            state = str(out["message"].get("state"))
+            say(_MESSAGE_STATES.get(state, f"message {safe(state)}"))
     if not out["ok"]:
         raise typer.Exit(1)
+
+
+_MESSAGE_STATES = {"queued": "message queued after it (read at the same turn-check)",
+                   "delivered": "message delivered, reply verified",
+                   "held": "message held for the inviter's approval"}
 
 
 def _join_by_relay(key: SigningKey, got: Invite, claim: dict[str, Any], message: str | None,

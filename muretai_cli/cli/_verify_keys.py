@@ -89,6 +89,11 @@ def register(app: typer.Typer) -> None:
             if ks is not None and not reasons and res.op_did != ks.op_did:
                 reasons.append(Reason("not-in-force", "the record verifies but another key "
                                       f"signs for {root}: {res.op_did}"))
+            errors = [i for i, r in enumerate(reasons) if r.severity == "error"]
+            if errors:  # the answer is printed on a refusal too, not only in --json
+                first = reasons[errors[0]]
+                reasons[errors[0]] = Reason(first.code, f"{first.detail}; in force: "
+                                            f"{res.op_did} (from the {res.source})")
             stored = False
             if pin and ks is not None and not any(r.severity == "error" for r in reasons):
                 stored = store.offer(root, dict(ks.record), clock, lambda old: replaces_pin(
