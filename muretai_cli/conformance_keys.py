@@ -55,7 +55,9 @@ def _accepts(fn: Callable[..., object], *args: Any, **kwargs: Any) -> bool:
 
 def reject_keystate(doc: dict[str, Any], resolve: Resolver = resolve_op_did) -> Cases:
     """Both halves: an ``accept`` case must answer ``expect``; a ``refuse`` case too, and
-    never ``mustNotResolveTo``. ``mustNotRaise`` cases fail on any exception at all."""
+    never ``mustNotResolveTo``. Any exception fails its case, named ``… (raised X)``: a raise
+    and a wrong answer are different failures (the ``mustNotRaise`` cases), and the report
+    says which it caught."""
     group = doc["reject"]["keystate"]
     root, now = group["rootDid"], group["checkNow"]
     if not group["accept"] or not group["refuse"]:
@@ -65,8 +67,8 @@ def reject_keystate(doc: dict[str, Any], resolve: Resolver = resolve_op_did) -> 
         for c in group[half]:
             try:
                 got = resolve(root, c["inline"], c["pinned"], now=now).op_did
-            except Exception:  # a raise IS the failure mustNotRaise names, per case
-                out.append((f"{half}/{c['name']}", False))
+            except Exception as exc:  # a raise IS the failure mustNotRaise names, per case
+                out.append((f"{half}/{c['name']} (raised {type(exc).__name__})", False))
                 continue
             ok = got == c["expect"] and got != c.get("mustNotResolveTo")
             out.append((f"{half}/{c['name']}", ok))

@@ -110,6 +110,17 @@ def test_claim_round_trip_binds_its_side_fields() -> None:
                        now=NOW) == "claim-fields-altered"
 
 
+def test_a_claim_has_the_shape_of_the_reject_claim_vectors(wire_vectors: dict[str, Any]
+                                                           ) -> None:
+    # the vectors' claim carries enc_pub and relay; ours, with both given, has exactly its keys
+    (shape,) = [c["input"] for c in wire_vectors["reject"]["claim"]
+                if c["name"] == "claim-unsigned"]
+    claim = claim_for(card())
+    assert sorted(claim) == sorted(shape)
+    assert sorted(claim["message"]) == sorted(shape["message"])
+    assert claim["method"] == shape["method"] and claim["message"]["text"] == "onboard/claim"
+
+
 def test_claim_refusals_signature_first() -> None:
     claim = claim_for(card())
     other = copy.deepcopy(claim)

@@ -319,6 +319,11 @@ def test_join_through_a_relay_then_talk(tmp_path: Any) -> None:
         assert "HELD" not in drained.stdout and "refused" not in drained.stdout  # not held
         code, listing = j("invite", "contacts", "--as", "ines")
         assert [(c["did"], c["name"]) for c in listing["contacts"]] == [(dids["jo"], given)]
+        code, listing = j("invite", "contacts", "--as", "jo")   # the inviter, from the invite
+        assert [(c["did"], c["relay"], c["encPub"], c["url"], c["how"])
+                for c in listing["contacts"]] == [(dids["ines"], relay.url,
+                                                   made["invite"]["enc_pub"], None,
+                                                   "joined-invite")]
         shown = run("invite", "contacts", "--as", "ines").stdout
         assert "'Jo?[2J? the builder' (their words)" in shown and "\x1b" not in shown
         # a second joiner on the one-use invite: its claim is refused and reported with its
