@@ -381,6 +381,8 @@ def test_a_sqlite_file_whose_invite_tables_came_first_upgrades_in_place(tmp_path
         conn.execute("UPDATE muretai_schema SET version=4 WHERE store='door'")
         for table in ("inbox", "requests"):  # what version 6 adds, a v4 file lacks
             conn.execute(f"ALTER TABLE {table} DROP COLUMN wba")
+        conn.execute("DROP INDEX relayed_shown")  # and what version 7 adds
+        conn.execute("ALTER TABLE relayed DROP COLUMN claimant")
     store = DoorStore(path)
     try:
         assert [r.nonce for r in InviteStore(store.db).invites()] == ["n-1"]

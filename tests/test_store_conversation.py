@@ -10,6 +10,7 @@ import pytest
 
 from muretai_cli.inbox.store import DoorStore
 from muretai_cli.seam import SigningKey
+from tests.cli_helpers import new_identity, run_json
 from tests.store_helpers import door_store
 
 NOW = 1_800_000_000
@@ -133,7 +134,66 @@ def test_claimed_rows_go_to_one_reader_and_an_unconfirmed_one_is_named_once(
     for i in range(3):
         store.record_refused(PEER, f"d{i}", "cannot-open", "x", NOW)
     rows = [item["row"] for item in store.unshown()]
-    assert store.claim(rows) == rows and store.claim(rows) == []
+    assert store.claim(rows, "a") == rows and store.claim(rows, "b") == []
     store.mark_shown(rows[:1])
-    assert [i["depositId"] for i in store.take_interrupted()] == ["d1", "d2"]
-    assert store.take_interrupted() == [] and store.unshown() == []
+    assert [i["depositId"] for i in store.take_interrupted(lambda who: False)] == ["d1", "d2"]
+    assert store.take_interrupted(lambda who: False) == [] and store.unshown() == []
+
+
+def test_rows_a_live_claimant_holds_are_left_to_it(store: DoorStore) -> None:
+    for i in range(3):
+        store.record_refused(PEER, f"d{i}", "cannot-open", "x", NOW)
+    rows = [item["row"] for item in store.unshown()]
+    assert store.claim(rows[:2], "live") == rows[:2] and store.claim(rows[2:], "dead")
+    asked: list[str | None] = []
+
+    def alive(who: str | None) -> bool:
+        asked.append(who)
+        return who == "live"
+
+    assert [i["depositId"] for i in store.take_interrupted(alive)] == ["d2"]
+    assert sorted(asked, key=str) == ["dead", "live", "live"]  # the claimant is kept
+    store.mark_shown(rows[:2])  # the live one printed them
+    assert store.take_interrupted(lambda who: False) == [] and store.unshown() == []
+
+
+def test_what_turn_check_has_not_shown_is_found_through_the_index(store: DoorStore) -> None:
+    from muretai_cli.inbox.store import NEW, UNSHOWN
+
+    if store.db.dialect == "sqlite":
+        plan = " ".join(str(row[-1]) for row in store.db.all(f"EXPLAIN QUERY PLAN {UNSHOWN}",
+                                                             (NEW,)))
+        assert "USING INDEX relayed_shown" in plan, plan
+        assert "TEMP B-TREE" not in plan  # the index gives the order too
+        found = store.db.all("SELECT sql FROM sqlite_master WHERE name='relayed_shown'")
+    else:
+        found = store.db.all("SELECT indexdef FROM pg_indexes WHERE schemaname = "
+                             "current_schema() AND indexname='relayed_shown'")
+    assert len(found) == 1 and "shown, id" in found[0][0]
+
+
+def test_a_version_6_store_upgrades_to_7_index_and_claimant(backend: str) -> None:
+    from muretai_cli.db import open_database
+    from muretai_cli.inbox.store import door_namespace, door_schema
+
+    did = new_identity("erin")
+    where = ["--as", "erin", "--db", backend]
+    assert run_json("db", "init", *where)[0] == 0
+    with open_database(backend, namespace=door_namespace(did)) as db, db.transaction() as tx:
+        tx.execute("DROP INDEX relayed_shown")  # what version 6 left: neither of these
+        tx.execute("ALTER TABLE relayed DROP COLUMN claimant")
+        tx.execute("UPDATE muretai_schema SET version=6 WHERE store='door'")
+    code, doc = run_json("db", "status", *where)
+    assert code == 1 and doc["schemaVersion"] == 6
+    code, doc = run_json("db", "upgrade", *where)
+    assert code == 0 and (doc["previousVersion"], doc["schemaVersion"]) == (
+        6, door_schema().latest)
+    store = door_store(did, backend)
+    try:
+        store.record_refused(PEER, "d-1", "cannot-open", "x", NOW)
+        rows = [i["row"] for i in store.unshown()]
+        assert store.claim(rows, "me") == rows
+        assert store.db.one("SELECT claimant FROM relayed") == ("me",)
+        test_what_turn_check_has_not_shown_is_found_through_the_index(store)
+    finally:
+        store.close()

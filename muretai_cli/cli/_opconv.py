@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -84,13 +86,31 @@ def turn_check(
     store = op_store(ctx)
     try:
         check = TurnCheck(ident.signing_key(), store, RelayClient(relay_url, client_for),
-                          policy_of(store))  # type: ignore[arg-type]
+                          policy_of(store), at=_kill_seam())  # type: ignore[arg-type]
         if follow:
             _follow(check, json_out)
         else:
             _once(check, seconds, json_out)
     finally:
         store.close()
+
+
+def _kill_seam() -> Callable[[str], None]:
+    """A TEST SEAM, nothing else: ``MURETAI_TEST_KILL_AT=POINT[:N]`` kills this process with
+    SIGKILL the N-th time (default: the first) it reaches POINT, one of
+    ``visit.turn.KILL_POINTS``, so tests stop a real turn-check at each step where a kill -9
+    matters. Unset (always, outside tests): does nothing."""
+    spec = os.environ.get("MURETAI_TEST_KILL_AT", "")
+    point, _, nth = spec.partition(":")
+    left = [int(nth) if nth.isdigit() else 1]
+
+    def at(reached: str) -> None:
+        if spec and reached == point:
+            left[0] -= 1
+            if left[0] == 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    return at
 
 
 def _superseded(exc: Exception) -> None:

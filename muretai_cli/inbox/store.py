@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,6 +150,15 @@ ALTER TABLE requests ADD COLUMN wba TEXT
 """
 
 
+# Version 7: turn-check finds what it has not shown through an index, not a scan of every
+# deposit ever drained; a claim names its claimant (host:pid:start), so a newer turn-check
+# tells a live one's rows from a killed one's.
+_V7 = """
+CREATE INDEX relayed_shown ON relayed (shown, id);
+ALTER TABLE relayed ADD COLUMN claimant TEXT
+"""
+
+
 def door_schema() -> Schema:
     from muretai_cli.db import Schema
     from muretai_cli.inbox.invites import INVITE_TABLES
@@ -157,7 +166,7 @@ def door_schema() -> Schema:
     # Version 5: invites, their claims, and the contacts they made.
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
                            {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4, INVITE_TABLES,
-                           _V6))
+                           _V6, _V7))
 
 
 SenderStatus = Literal["allowed", "blocked", "approved", "rejected"]
@@ -165,6 +174,9 @@ SentState = Literal["delivered", "queued", "held", "refused"]
 REPLAY_WINDOW = 2 * MESSAGE_WINDOW  # a messageId is remembered as long as it could be fresh
 # relayed.shown: drained, not printed yet | claimed by a turn-check printing it | printed
 NEW, SHOWN, SHOWING = 0, 1, 2
+# What turn-check has not shown yet, oldest first (through the index ``relayed_shown``).
+UNSHOWN = ("SELECT id, sender, deposit_id, message_id, outcome, reason, detail, request_id, at "
+           "FROM relayed WHERE shown=? ORDER BY id")
 
 
 def doors_dir() -> Path:
@@ -749,20 +761,18 @@ class DoorStore:
 
     def unshown(self) -> list[dict[str, Any]]:
         """Relayed deposits not yet shown, oldest first, with the message each became."""
-        return self._relayed_items(self.db.all(
-            "SELECT id, sender, deposit_id, message_id, outcome, reason, detail, request_id, "
-            "at FROM relayed WHERE shown=? ORDER BY id", (NEW,)))
+        return self._relayed_items(self.db.all(UNSHOWN, (NEW,)))
 
-    def claim(self, rows: list[int]) -> list[int]:
-        """Claim those rows for showing (``NEW`` -> ``SHOWING``) in one transaction and say
-        which were claimed: a row another turn-check claimed first is not. The caller
-        renders first, claims, prints, then ``mark_shown``: the window in which a kill
-        leaves a row unconfirmed is the write itself."""
+    def claim(self, rows: list[int], claimant: str) -> list[int]:
+        """Claim those rows for showing (``NEW`` -> ``SHOWING``, with the ``claimant``'s
+        name) in one transaction and say which were claimed: a row another turn-check
+        claimed first is not. The caller renders first, claims, prints, then
+        ``mark_shown``: the window in which a kill leaves a row unconfirmed is the write."""
         claimed: list[int] = []
         with self.db.transaction() as tx:
             for row in rows:
-                if tx.execute("UPDATE relayed SET shown=? WHERE id=? AND shown=?",
-                              (SHOWING, row, NEW)).rowcount > 0:
+                if tx.execute("UPDATE relayed SET shown=?, claimant=? WHERE id=? AND shown=?",
+                              (SHOWING, claimant, row, NEW)).rowcount > 0:
                     claimed.append(row)
         return claimed
 
@@ -772,18 +782,20 @@ class DoorStore:
             for row in rows:
                 tx.execute("UPDATE relayed SET shown=? WHERE id=?", (SHOWN, row))
 
-    def take_interrupted(self) -> list[dict[str, Any]]:
-        """Rows a turn-check claimed and did not mark shown: it stopped (kill -9) between
-        claiming and confirming, so they may or may not have been printed. Never printed
-        again (exactly once); marked shown and returned so the caller can name them."""
+    def take_interrupted(self, alive: Callable[[str | None], bool]) -> list[dict[str, Any]]:
+        """Rows a turn-check claimed and did not mark shown, whose claimant is not ``alive``:
+        it stopped (kill -9) between claiming and confirming, so they may or may not have
+        been printed. Never printed again (exactly once); marked shown and returned so the
+        caller can name them. A live claimant's rows are left to it (it is printing them)."""
         with self.db.transaction() as tx:
-            rows = tx.all("SELECT id, sender, deposit_id, message_id, outcome, reason, "
-                          "detail, request_id, at FROM relayed WHERE shown=? ORDER BY id",
-                          (SHOWING,))
-            if rows:
-                tx.execute("UPDATE relayed SET shown=? WHERE shown=? AND id<=?",
-                           (SHOWN, SHOWING, rows[-1][0]))
-        return self._relayed_items(rows)
+            rows = [r for r in tx.all(
+                "SELECT id, sender, deposit_id, message_id, outcome, reason, detail, "
+                "request_id, at, claimant FROM relayed WHERE shown=? ORDER BY id", (SHOWING,))
+                if not alive(r[9])]
+            for row in rows:
+                tx.execute("UPDATE relayed SET shown=? WHERE id=? AND shown=?",
+                           (SHOWN, row[0], SHOWING))
+        return self._relayed_items([r[:9] for r in rows])
 
     @contextmanager
     def batch(self) -> Iterator[None]:

@@ -15,11 +15,21 @@ to the output in one write, then marked ``SHOWN``. So a process killed at any po
   run names it under ``interrupted``, so it is not lost either (it is in the store:
   ``op inbox``). No program can close this window: the output and the store are two
   places, and one of them is written first.
+
+A claim names its claimant (host, pid, the process's start time): a newer turn-check names
+as interrupted only rows whose claimant is gone, never those a live turn-check (one it is
+superseding, still printing) holds.
+
+``TurnCheck.at`` is called with the name of each of these points (``KILL_POINTS``); it does
+nothing unless a test binds it (the CLI's ``MURETAI_TEST_KILL_AT`` seam, which kills the
+process there, so each row of the table above is tested with a real kill -9).
 """
 
 from __future__ import annotations
 
+import os
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +42,10 @@ if TYPE_CHECKING:
     from muretai_cli.inbox.store import DoorStore
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.relay import RelayClient, Waiting
+
+# Where a kill -9 matters, in order: a listen answer processed but not committed; committed,
+# not acknowledged; acknowledged, not shown; claimed, not written; written, not marked shown.
+KILL_POINTS = ("processed", "committed", "acked", "claimed", "written")
 
 
 @dataclass
@@ -47,7 +61,8 @@ class Drained:
 
 class TurnCheck:
     def __init__(self, key: SigningKey, store: DoorStore, relay: RelayClient, policy: Policy,
-                 *, clock: Callable[[], float] = time.time) -> None:
+                 *, clock: Callable[[], float] = time.time, claimant: str | None = None,
+                 at: Callable[[str], None] = lambda point: None) -> None:
         from muretai_cli.visit.relay import new_epoch
 
         self.key = key
@@ -56,6 +71,8 @@ class TurnCheck:
         self.policy = policy
         self.clock = clock
         self.epoch = new_epoch()
+        self.claimant = claimant if claimant is not None else this_process()
+        self.at = at  # the kill points' test seam (see the module's text)
 
     def _one(self, item: Waiting, now: int) -> str:
         from muretai_cli.inbox.relayed import receive
@@ -88,7 +105,10 @@ class TurnCheck:
                 done.add(self._one(item, now))
                 if item.id is not None:
                     ids.append(item.id)
+            self.at("processed")
+        self.at("committed")
         self.relay.ack(self.key, epoch=self.epoch, ids=ids)
+        self.at("acked")
         return done
 
     def drain(self, wait: int) -> int:
@@ -107,16 +127,60 @@ class TurnCheck:
 
     def claim(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Those of ``items`` this process may show now (no other turn-check will)."""
-        claimed = set(self.store.claim([int(i["row"]) for i in items]))
+        claimed = set(self.store.claim([int(i["row"]) for i in items], self.claimant))
+        self.at("claimed")
         return [i for i in items if int(i["row"]) in claimed]
 
     def shown(self, items: list[dict[str, Any]]) -> None:
         """Those claimed items reached the output."""
+        self.at("written")
         self.store.mark_shown([int(i["row"]) for i in items])
 
     def interrupted(self) -> list[dict[str, Any]]:
         """Items an earlier turn-check claimed and may not have shown (it was killed)."""
-        return self.store.take_interrupted()
+        return self.store.take_interrupted(
+            lambda who: who != self.claimant and claimant_alive(who))
+
+
+def _started(pid: int) -> tuple[str, str] | None:
+    """A process's state and start time (clock ticks since boot), from ``/proc``; None when
+    there is no such process or no ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            text = stat.read()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()  # the name (field 2) may hold ")" or spaces
+    return (fields[0], fields[19]) if len(fields) > 19 else None
+
+
+def this_process() -> str:
+    """This process as a claimant: ``host:pid:start`` (the start time, where the system
+    says it, so a pid reused by another process is not taken for this one)."""
+    started = _started(os.getpid())
+    return f"{socket.gethostname()}:{os.getpid()}:{started[1] if started else '-'}"
+
+
+def claimant_alive(who: str | None) -> bool:
+    """Whether the process named by ``this_process()``'s text ``who`` is running on this
+    host. A claimant on another host (a shared PostgreSQL store) cannot be asked: not alive,
+    so its rows are reported, as they always were, as possibly not printed."""
+    parts = (who or "").split(":")
+    if len(parts) < 3 or not parts[-2].isdigit():
+        return False
+    host, pid, start = ":".join(parts[:-2]), int(parts[-2]), parts[-1]
+    if host != socket.gethostname():
+        return False
+    if start != "-":
+        now = _started(pid)
+        return now is not None and now[1] == start and now[0] not in ("Z", "X")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def interrupted_of(item: dict[str, Any]) -> dict[str, Any]:
