@@ -183,3 +183,13 @@ def _complete(buf: bytes) -> bool:
 
 def status_of(response: bytes) -> int:
     return int(response.split(b" ", 2)[1])
+
+
+def refusal_of(response: bytes) -> tuple[int, str]:
+    """A raw answer's status and its refusal code: the body must be the JSON refusal shape
+    ``{"error": CODE, "message": TEXT}``, labelled as JSON."""
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert b"\r\ncontent-type: application/json" in head.lower(), head
+    doc = json.loads(body)
+    assert sorted(doc) == ["error", "message"] and isinstance(doc["message"], str), doc
+    return status_of(response), str(doc["error"])

@@ -76,7 +76,7 @@ def listen_body(key: SigningKey, origin: str, *, epoch: int = 1, wait: float | N
 @contextmanager
 def live_relay(db: Path | str, *, path: str = "", url: str | None = None,
                slow_seconds: float = 10.0, max_connections: int = 1000,
-               max_per_client: int = 100, idle_seconds: float = 5.0,
+               max_per_client: int = 100, idle_seconds: float = 5.0, http: str = "auto",
                **limits: Any) -> Iterator[LiveRelay]:
     """A relay on an ephemeral port, served by the shared transport as ``relay serve`` does;
     ``url`` may spell its own URL another way (``{port}``)."""
@@ -89,6 +89,7 @@ def live_relay(db: Path | str, *, path: str = "", url: str | None = None,
     relay = Relay(config, RelayStore.open(db))
     with run_uvicorn(server_config(build_app(relay), host="127.0.0.1", port=port,
                                    slow_seconds=slow_seconds, max_connections=max_connections,
-                                   max_per_client=max_per_client, idle_seconds=idle_seconds),
+                                   max_per_client=max_per_client, idle_seconds=idle_seconds,
+                                   http=http),
                      sock):
         yield LiveRelay(f"http://127.0.0.1:{port}{path}", relay)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from muretai_cli.seam import SigningKey
-from tests.door_helpers import live_door, raw_exchange, send_request, status_of
+from tests.door_helpers import live_door, raw_exchange, refusal_of, send_request, status_of
 
 try:
     import httptools  # noqa: F401
@@ -84,12 +84,13 @@ def test_malformed_framing_gets_400_or_404(http: str) -> None:
                     b"\x00\xff\x16\x03\x01\r\n\r\n"):
             resp = raw_exchange(door.origin, raw)
             assert resp.startswith(b"HTTP/1.1 400"), (raw, resp[:80])
+            assert refusal_of(resp) == (400, "malformed"), raw  # JSON, not uvicorn's text
         resp = raw_exchange(door.origin, b"POST http://elsewhere.example/ HTTP/1.1\r\nHost: x\r\n"
                                          b"Content-Length: 2\r\n\r\n{}")
         assert status_of(resp) == 404
         # endless headers are cut at a bound (16 KiB), not buffered forever
         resp = raw_exchange(door.origin, b"GET / HTTP/1.1\r\nHost: x\r\nX-A: " + b"a" * 70000)
-        assert status_of(resp) == 400
+        assert refusal_of(resp) == (400, "too-large")
 
 
 @each_protocol
@@ -190,7 +191,7 @@ def test_a_head_over_16_kib_in_one_read_is_400(http: str) -> None:
     with live_door("open", http=http) as door:
         head = (b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\nX-A: "
                 + b"a" * 20000 + b"\r\n\r\n")
-        assert status_of(raw_exchange(door.origin, head)) == 400
+        assert refusal_of(raw_exchange(door.origin, head)) == (400, "too-large")
         small = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\nX-A: a\r\n\r\n"
         assert status_of(raw_exchange(door.origin, small)) == 200
 

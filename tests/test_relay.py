@@ -369,3 +369,17 @@ def test_an_idle_connection_gives_its_place_to_a_request(tmp_path: Path) -> None
         # full with a socket that sends nothing: a deposit still gets in (evicting it)
         _until(lambda: relay.deposit(alice, bob).status_code == 200)
         assert idle.recv(4096) == b""  # closed by the relay, without an answer
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_what_no_http_parser_reads_is_refused_in_json_too(tmp_path: Path, http: str) -> None:
+    from tests.door_helpers import raw_exchange, refusal_of
+
+    with live_relay(tmp_path / "relay.sqlite3", path="/r", http=http) as relay:
+        origin = relay.url.rsplit("/", 1)[0]
+        for raw in (b"GARBAGE\r\n\r\n", b"POST /r/send HTTP/1.1\r\nHost x\r\n\r\n",
+                    b"POST /r/send HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n"):
+            assert refusal_of(raw_exchange(origin, raw)) == (400, "malformed"), raw
+        head = b"POST /r/send HTTP/1.1\r\nHost: x\r\nX-A: " + b"a" * 20000 + b"\r\n\r\n"
+        assert refusal_of(raw_exchange(origin, head)) == (400, "too-large")
+        assert relay.listen(SigningKey.generate()).status_code == 200  # and it goes on

@@ -45,16 +45,27 @@ if TYPE_CHECKING:
 
 MAX_HEADER_BYTES = 16 * 1024  # request line and headers, on both parsers
 EVICT_IDLE_AFTER = 0.25  # younger idle connections are likely about to send their request
-# {error: CODE, message: TEXT}, the refusal shape of the relay (the door's clients read the status)
-_TIMEOUT_BODY = b'{"error":"timeout","message":"request headers did not arrive in time"}'
-_TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-                b"content-length: " + str(len(_TIMEOUT_BODY)).encode() +
-                b"\r\nconnection: close\r\n\r\n" + _TIMEOUT_BODY)
 
-_BUSY_BODY = b'{"error":"busy","message":"too many connections; retry later"}'
-_BUSY_503 = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-             b"content-length: " + str(len(_BUSY_BODY)).encode() +
-             b"\r\nconnection: close\r\n\r\n" + _BUSY_BODY)
+
+def refusal(status: bytes, code: str, message: str) -> bytes:
+    """A whole HTTP response the transport sends on its own, then closes: the refusal shape
+    of the relay and the door, ``{"error": CODE, "message": TEXT}`` (JSON, never plain text).
+    ``status`` is the status line's rest, e.g. ``b"400 Bad Request"``."""
+    import json
+
+    body = json.dumps({"error": code, "message": message}, separators=(",", ":")).encode()
+    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\n"
+            b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n"
+            + body)
+
+
+_TIMEOUT_408 = refusal(b"408 Request Timeout", "timeout",
+                       "request headers did not arrive in time")
+_BUSY_503 = refusal(b"503 Service Unavailable", "busy", "too many connections; retry later")
+# what uvicorn would answer in plain text: a request neither parser can read, a head too long
+_MALFORMED_400 = refusal(b"400 Bad Request", "malformed", "the request is not valid HTTP/1.1")
+_HEAD_TOO_LARGE_400 = refusal(b"400 Bad Request", "too-large",
+                              f"the request line and headers exceed {MAX_HEADER_BYTES} bytes")
 
 
 class Admission:
@@ -190,6 +201,22 @@ class _Coalescing:
         return getattr(self._transport, name)
 
 
+class _JsonRefusals:
+    """uvicorn answers a request its parser refuses with a plain-text 400 of its own
+    (``send_400_response``, on both protocols); ours is the JSON refusal, then close."""
+
+    transport: asyncio.Transport
+
+    def send_400_response(self, msg: str) -> None:
+        del msg  # the parser's words; the answer says it in the project's shape
+        self._refuse(_MALFORMED_400)
+
+    def _refuse(self, response: bytes) -> None:
+        if not self.transport.is_closing():
+            self.transport.write(response)
+            self.transport.close()
+
+
 class _HeaderDeadline:
     """The deadline for a request's line and headers, one for both protocol classes: armed
     while a connection waits for a request head, cancelled once the head is complete; past
@@ -242,7 +269,7 @@ class _HeaderDeadline:
             self.transport.close()
 
 
-class SlowAwareH11(_Admitted, _HeaderDeadline, H11Protocol):
+class SlowAwareH11(_Admitted, _JsonRefusals, _HeaderDeadline, H11Protocol):
     """uvicorn's h11 protocol, plus a deadline for the request line and headers (408)."""
 
     _header_bytes = 0
@@ -269,7 +296,7 @@ class SlowAwareH11(_Admitted, _HeaderDeadline, H11Protocol):
             self._header_bytes += len(data) if end < 0 else end
             if self._header_bytes > MAX_HEADER_BYTES:
                 self._stop_header_timer()
-                self.send_400_response("Request headers too large.")
+                self._refuse(_HEAD_TOO_LARGE_400)
                 return
         super().data_received(data)
         self._mark_query()
@@ -315,7 +342,7 @@ class SlowAwareH11(_Admitted, _HeaderDeadline, H11Protocol):
                 self.scope[STARTED] = self._started  # type: ignore[literal-required]
 
 
-class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
+class SlowAwareHttpTools(_Admitted, _JsonRefusals, _HeaderDeadline, HttpToolsProtocol):
     """uvicorn's httptools protocol, with the same header deadline, a header-size bound, and
     absolute-form request-targets kept as written (so they match no route: 404)."""
 
@@ -338,7 +365,7 @@ class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
             self._header_bytes += len(data) if end < 0 else end
             if self._header_bytes > MAX_HEADER_BYTES:
                 self._stop_header_timer()
-                self.send_400_response("Request headers too large.")
+                self._refuse(_HEAD_TOO_LARGE_400)
                 return
             self._arm_header_timer()
         super().data_received(data)
