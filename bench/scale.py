@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from door import client, cpu_seconds, request_bytes  # type: ignore[import-not-found]  # noqa: E402
+from door import client, cpu_seconds, drive, request_bytes  # type: ignore[import-not-found]  # noqa: E402
 
 from muretai_cli.artifacts.message import build_message, build_message_send  # noqa: E402
 from muretai_cli.seam import (  # noqa: E402
@@ -85,6 +85,13 @@ def cpu_of(pids: set[int]) -> float:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
             total += cpu_seconds(pid)
     return total
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine, all cores (``/proc/stat``)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
 
 
 def start_pg(durable_commit: bool) -> tuple[dict[str, str], int]:
@@ -170,21 +177,31 @@ def run_case(label: str, *, db: str | None, workers: int, pg_pid: int | None,
                 time.sleep(0.1)
         client(port, warm[1:], [], [], ok)
         shards = [load[i::args.clients] for i in range(args.clients)]
-        per: list[tuple[list[float], list[int]]] = [([], []) for _ in shards]
-        threads = [threading.Thread(target=client, args=(port, s, lat, out, ok))
-                   for s, (lat, out) in zip(shards, per, strict=True)]
         doors = tree(proc.pid)
         pg = tree(pg_pid) if pg_pid else set()
         cpu0, pg0 = cpu_of(doors), cpu_of(pg)
+        own0 = os.times()
+        busy0, all0 = machine_ticks()
         t0 = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        if args.threads:
+            per: list[tuple[list[float], list[int]]] = [([], []) for _ in shards]
+            threads = [threading.Thread(target=client, args=(port, s, lat, out, ok))
+                       for s, (lat, out) in zip(shards, per, strict=True)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            lats = [x for lat, _ in per for x in lat]
+            outs = [x for _, out in per for x in out]
+        else:
+            lats, outs = drive(port, shards, ok)
         elapsed = time.perf_counter() - t0
+        own1 = os.times()
+        busy1, all1 = machine_ticks()
         cpu1, pg1 = cpu_of(doors), cpu_of(tree(pg_pid) if pg_pid else set())
-        accepted = sum(sum(out) for _, out in per)
-        latencies = sorted(x for lat, _ in per for x in lat)
+        accepted = sum(outs)
+        latencies = sorted(lats)
+        client_cpu = (own1.user + own1.system) - (own0.user + own0.system)
         row: dict[str, object] = {
             "case": label,
             "accepted": accepted,
@@ -194,11 +211,15 @@ def run_case(label: str, *, db: str | None, workers: int, pg_pid: int | None,
             "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 2),
             "door_cpu_ms": round((cpu1 - cpu0) * 1000 / max(accepted, 1), 3),
             "pg_cpu_ms": round((pg1 - pg0) * 1000 / max(accepted, 1), 3),
+            "client_cpu_ms": round(client_cpu * 1000 / max(accepted, 1), 3),
+            # how busy all the machine's cores were meanwhile (this run and anything else)
+            "machine_busy": round((busy1 - busy0) / max(all1 - all0, 1), 2),
         }
         row["cpu_ms_per_accepted"] = round(float(row["door_cpu_ms"]) + float(row["pg_cpu_ms"]), 3)  # type: ignore[arg-type]
         print(f"{label:<28} {row['accepted_per_s']:>8}/s  p50 {row['p50_ms']} ms  p99 "
               f"{row['p99_ms']} ms  CPU/accepted {row['cpu_ms_per_accepted']} ms (door "
-              f"{row['door_cpu_ms']} + PostgreSQL {row['pg_cpu_ms']})", file=sys.stderr)
+              f"{row['door_cpu_ms']} + PostgreSQL {row['pg_cpu_ms']}; load client "
+              f"{row['client_cpu_ms']}); machine busy {row['machine_busy']:.0%}", file=sys.stderr)
         return row
     finally:
         proc.terminate()
@@ -215,6 +236,8 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=400)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--no-relay", action="store_true", help="doors only")
+    parser.add_argument("--threads", action="store_true",
+                        help="the old load client: a thread per connection")
     parser.add_argument("--pg-async", action="store_true",
                         help="also two workers on PostgreSQL with synchronous_commit=off")
     args = parser.parse_args()
