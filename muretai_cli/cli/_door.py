@@ -193,7 +193,7 @@ def serve(
     from muretai_cli.db import is_postgres_url
     from muretai_cli.door.app import build_app
     from muretai_cli.door.core import Door
-    from muretai_cli.transport.server import bind, server_config
+    from muretai_cli.transport.server import bind, bind_each, server_config
 
     # Open the store once here: a schema this program does not know stops the start now.
     store = open_store(ident, db, durable=durable)
@@ -207,13 +207,13 @@ def serve(
     if workers > 1:
         store.close()  # no pool threads may live in the parent when it forks
     try:
-        sock = bind(host, port)
+        socks = bind_each(host, port, workers) if workers > 1 else [bind(host, port)]
     except OSError as exc:
         if workers == 1:
             store.close()
         raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}") \
             from None
-    bound = sock.getsockname()
+    bound = socks[0].getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     signing_key = ident.signing_key()
 
@@ -238,11 +238,13 @@ def serve(
                         "address": f"http://{shown}:{bound[1]}", "url": base.text,
                         "did": ident.did, "policy": dm_policy, "workers": workers})
     if single is not None:
-        single.run(sockets=[sock])
+        single.run(sockets=socks)
         return
     from muretai_cli.workers import run_workers
 
-    raise typer.Exit(run_workers(workers, lambda _: prepare().run(sockets=[sock]), log=note))
+    # worker i serves socket i (the kernel spreads connections over them), restarted or not
+    raise typer.Exit(run_workers(workers, lambda i: prepare().run(sockets=[socks[i]]),
+                                 log=note))
 
 
 def wba_text(wba: dict[str, Any]) -> str:

@@ -439,17 +439,42 @@ def server_config(app: Any, *, host: str, port: int, slow_seconds: float,
                           server_header=False, date_header=True, proxy_headers=False)
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, *, shared: bool = False) -> socket.socket:
     """A listening TCP socket on ``host:port`` (IPv6 when the host has a colon): connections
-    queue from the moment it returns, so a server may say where it listens before it runs."""
+    queue from the moment it returns, so a server may say where it listens before it runs.
+    ``shared``: one of several on the port (SO_REUSEPORT, see ``bind_each``)."""
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto named, so asyncio turns Nagle off on accepted sockets (a reply is two writes)
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if shared:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host.strip("[]"), port))
-    sock.listen(2048)  # uvicorn's backlog; its create_server listens again, harmlessly
+    try:
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)  # uvicorn's backlog; its create_server listens again, harmlessly
+    except OSError:
+        sock.close()
+        raise
     sock.set_inheritable(True)
     return sock
+
+
+def bind_each(host: str, port: int, count: int) -> list[socket.socket]:
+    """``count`` listening sockets on one port, one per worker process (SO_REUSEPORT): the
+    kernel spreads new connections over their queues by a hash of each connection's
+    addresses. One socket shared by every worker would not: the worker that wakes first
+    takes every connection waiting, so keep-alive clients that connect together all land
+    on one process. Port 0: the first socket picks the port, the others join it."""
+    first = bind(host, port, shared=True)
+    socks = [first]
+    try:
+        for _ in range(count - 1):
+            socks.append(bind(host, first.getsockname()[1], shared=True))
+    except OSError:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
