@@ -7,6 +7,7 @@
     DatabaseUnavailable    the database is down: nothing committed; servers answer 503
     └── DatabaseFull       its disk is full (``disk-full``, never "move it aside")
     Conflict               a unique key refused a write; the transaction rolled back
+    Batcher                group commit: an event loop's requests run together on a thread
 
 No ORM: stores write portable SQL (``?`` placeholders, ``INSERT ... ON CONFLICT``,
 ``RETURNING``) and this layer runs it on either engine. ``psycopg`` is imported only when a
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from muretai_cli.db._batch import Batcher
 from muretai_cli.db._core import (
     Conflict,
     Database,
@@ -36,6 +38,7 @@ from muretai_cli.db._schema import Schema, require, upgrade, version_of
 from muretai_cli.errors import InputError
 
 __all__ = [
+    "Batcher",
     "Conflict",
     "Database",
     "DatabaseFull",

@@ -117,6 +117,12 @@ class Database(ABC):
     def all(self, sql: str, params: Params = ()) -> list[Row]:
         return self.execute(sql, params).rows
 
+    def execute_together(self, statements: Sequence[tuple[str, Params]]) -> list[Result]:
+        """Several statements as ONE transaction (all commit or none does), their results
+        in order. PostgreSQL sends them in one round trip (pipeline mode)."""
+        with self.transaction(exclusive=False) as tx:
+            return [tx.execute(sql, params) for sql, params in statements]
+
     @abstractmethod
     def run_script(self, ddl: str) -> None:
         """Run schema statements (``;``-separated) in one transaction."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -59,6 +59,22 @@ def _unavailable(exc: Exception) -> DatabaseUnavailable:
                                hint="check that the database server is up and reachable")
 
 
+@contextmanager
+def _engine_errors() -> Iterator[None]:
+    """psycopg's errors as the layer's: a unique key's ``Conflict``, a lost server's
+    ``DatabaseUnavailable``."""
+    try:
+        yield
+    except psycopg.errors.IntegrityError as exc:
+        raise Conflict("conflict", str(exc).strip()) from None
+    except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        raise _unavailable(exc) from None
+
+
+def _result(cur: psycopg.Cursor[Any]) -> Result:
+    return Result(cur.fetchall() if cur.description is not None else [], cur.rowcount)
+
+
 class _PgTx(Tx):
     __slots__ = ("_conn",)
 
@@ -66,14 +82,8 @@ class _PgTx(Tx):
         self._conn = conn
 
     def execute(self, sql: str, params: Params = ()) -> Result:
-        try:
-            cur = self._conn.execute(to_format_style(sql), params)
-            rows = cur.fetchall() if cur.description is not None else []
-            return Result(rows, cur.rowcount)
-        except psycopg.errors.IntegrityError as exc:
-            raise Conflict("conflict", str(exc).strip()) from None
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            raise _unavailable(exc) from None
+        with _engine_errors():
+            return _result(self._conn.execute(to_format_style(sql), params))
 
 
 class PostgresDatabase(Database):
@@ -124,6 +134,15 @@ class PostgresDatabase(Database):
     def execute(self, sql: str, params: Params = ()) -> Result:
         with self._connection() as conn:
             return _PgTx(conn).execute(sql, params)
+
+    def execute_together(self, statements: Sequence[tuple[str, Params]]) -> list[Result]:
+        # autocommit + pipeline: the statements are one implicit transaction, ended by the
+        # pipeline's one sync (one round trip); an error in any commits none of them
+        with self._connection() as conn, _engine_errors():
+            with conn.pipeline():
+                cursors = [conn.execute(to_format_style(sql), params)
+                           for sql, params in statements]
+            return [_result(cur) for cur in cursors]
 
     def run_script(self, ddl: str) -> None:
         with self.transaction() as tx:

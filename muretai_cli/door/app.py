@@ -153,10 +153,7 @@ class DoorHTTP:
         wba = await self.wba.check(signed) if signed is not None else None
         door = self.door
         loop = asyncio.get_running_loop()
-        if door.offload is not None:  # a shared store: commits wait for its disk
-            reply, delivered = await loop.run_in_executor(door.offload, door.receive, raw, wba)
-        else:
-            reply, delivered = door.receive(raw, wba)
+        reply, delivered = await door.receive_async(raw, wba)
         if delivered is not None and door.on_message is not None:
             outcome = await door.on_message.answer(delivered.message)  # off the loop
             if door.offload is not None:
@@ -168,7 +165,8 @@ class DoorHTTP:
 
 
 def build_app(door: Door) -> Starlette:
-    """The starlette app: lifespan closes the store; every request goes to ``DoorHTTP``."""
+    """The starlette app: lifespan closes the door (its store); every request goes to
+    ``DoorHTTP``."""
 
     http = DoorHTTP(door)
 
@@ -179,7 +177,7 @@ def build_app(door: Door) -> Starlette:
             yield
         finally:
             http.wba.close()
-            door.store.close()
+            door.close()
 
     app = Starlette(lifespan=lifespan)
     app.router.redirect_slashes = False

@@ -6,22 +6,23 @@ headers)``; it never raises. The HTTP layer (``app.py``) only reads bodies and w
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from muretai_cli import __version__
 from muretai_cli.artifacts.message import REPLY_BINDING
-from muretai_cli.db import DatabaseUnavailable
+from muretai_cli.db import Batcher, DatabaseUnavailable
 from muretai_cli.errors import InputError, MuretaiError
 from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.consent import HELD_CODE, POLICIES, Policy
 from muretai_cli.inbox.ladder import RpcError
-from muretai_cli.inbox.store import DoorStore
+from muretai_cli.inbox.store import DoorStore, direct
 from muretai_cli.rate import RateLimits
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 
@@ -123,6 +124,80 @@ class SharedRateLimits:
         return self.store.take_rate(limits, int(now)) if limits else 0
 
 
+T = TypeVar("T")
+
+
+class InPlace:
+    """The door's store calls made where they are asked: on SQLite's event loop (one
+    connection, one writer), in a command, in a test. Nothing here waits."""
+
+    async def lookup(self, store: DoorStore, message_id: str, sender: str, now: int
+                     ) -> tuple[bool, str | None]:
+        return store.lookup(message_id, sender, now)
+
+    async def accept(self, store: DoorStore, env: dict[str, Any], now: int) -> bool:
+        return store.accept(env, now)
+
+    async def call(self, work: Callable[[], T]) -> T:
+        return work()
+
+
+IN_PLACE = InPlace()
+
+
+Lookup = tuple[str, str, int]  # (messageId, sender, now)
+Accept = tuple[dict[str, Any], int]  # (env, now)
+
+
+class Grouped(InPlace):
+    """A shared store's calls (PostgreSQL) from the event loop. The hot path's two (the
+    replay and sender lookup before the signature, the commit after it) join one group
+    commit: every lookup and every commit waiting go to the database together, in one round
+    trip and one transaction with one disk flush (``db.Batcher``,
+    ``DoorStore.lookup_and_accept``). Anything else runs on the door's threads."""
+
+    def __init__(self, store: DoorStore, threads: ThreadPoolExecutor) -> None:
+        self.threads = threads
+        self.store = store
+        self.batches: Batcher[Lookup | Accept, tuple[bool, str | None]] = Batcher(
+            self._run, name="door-commits")
+
+    def _run(self, items: list[Lookup | Accept]) -> list[tuple[bool, str | None]]:
+        """A batch's results in its order: a lookup's (seen, status), an accept's
+        (accepted, None)."""
+        lookups = [item for item in items if len(item) == 3]
+        accepts = [item for item in items if len(item) == 2]
+        looked, accepted = self.store.lookup_and_accept(lookups, accepts)
+        done_l, done_a = iter(looked), iter((ok, None) for ok in accepted)
+        return [next(done_l) if len(item) == 3 else next(done_a) for item in items]
+
+    async def lookup(self, store: DoorStore, message_id: str, sender: str, now: int
+                     ) -> tuple[bool, str | None]:
+        return await self.batches.submit((message_id, sender, now))
+
+    async def accept(self, store: DoorStore, env: dict[str, Any], now: int) -> bool:
+        if not direct(env):  # more than two rows to write: its own transaction
+            return await self.call(lambda: store.accept(env, now))
+        return (await self.batches.submit((env, now)))[0]
+
+    async def call(self, work: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.threads, work)
+
+    def close(self) -> None:
+        self.batches.close()
+
+
+def at_once(work: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never waits (its store calls made ``IN_PLACE``)."""
+    try:
+        work.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    work.close()
+    raise RuntimeError("a store call waited outside the event loop")
+
+
 class Door:
     """One identity's door: a signing key, a store, rate limits and the cached card."""
 
@@ -138,15 +213,20 @@ class Door:
         self._wba: tuple[int, bytes, tuple[tuple[bytes, bytes], ...]] | None = None
         self.store = store
         self.clock = clock
-        # On a store that takes several connections (PostgreSQL), POSTs run on threads so
-        # one process has several commits in flight and the server flushes them together;
-        # on SQLite (one connection, one writer) they run on the event loop itself.
-        self.offload: ThreadPoolExecutor | None = (
-            ThreadPoolExecutor(store.db.connections, thread_name_prefix="door")
-            if store.db.connections > 1 else None)
+        # On a store that takes several connections (PostgreSQL), POSTs from the event loop
+        # look up and commit in group commits, and the rest of their store calls run on
+        # threads; on SQLite (one connection, one writer) all of it runs on the loop itself.
+        self.offload: ThreadPoolExecutor | None = None
+        self.grouped: Grouped | None = None
+        if store.db.connections > 1:
+            self.offload = ThreadPoolExecutor(store.db.connections, thread_name_prefix="door")
+            self.grouped = Grouped(store, self.offload)
         self.rate: RateLimits | SharedRateLimits = (
             SharedRateLimits(store, config.rate_per_sender, config.rate_total)
             if config.shared_rate else RateLimits(config.rate_per_sender, config.rate_total))
+        # rates counted in the store are a store call (off the loop); in memory they are not
+        self._rate_in_store = config.shared_rate and bool(config.rate_per_sender
+                                                          or config.rate_total)
         self.origin = config.url.origin
         self._card_rev: str | None = None
         self._card_bytes = b""
@@ -261,7 +341,27 @@ class Door:
         nothing new). Never raises; -32603 at worst.
 
         ``wba`` is the Web Bot Auth verdict on the request that carried it (when signed):
-        kept with the message and told in the events, never a reason to admit or refuse."""
+        kept with the message and told in the events, never a reason to admit or refuse.
+        Store calls are made in place (see ``receive_async`` for a server's)."""
+        return at_once(self._receive(raw, wba, IN_PLACE))
+
+    async def receive_async(self, raw: bytes, wba: WbaVerdict | None = None
+                            ) -> tuple[Answer, Delivered | None]:
+        """``receive`` on the event loop: on a shared store its lookup and commit join the
+        loop's group commits and its other store calls run on threads; on SQLite it runs
+        in place, as ``receive``."""
+        return await self._receive(raw, wba, self.grouped or IN_PLACE)
+
+    def close(self) -> None:
+        """Stop the group commits and threads (what is queued runs first), close the store."""
+        if self.grouped is not None:
+            self.grouped.close()
+        if self.offload is not None:
+            self.offload.shutdown(wait=True)
+        self.store.close()
+
+    async def _receive(self, raw: bytes, wba: WbaVerdict | None, io: InPlace
+                       ) -> tuple[Answer, Delivered | None]:
         rid: Any = None
         doc: Any = None
         found = {"wba": wba.to_json()} if wba is not None else {}
@@ -272,11 +372,11 @@ class Door:
             now = int(self.clock())
             delivered = None
             if method == "message/send":
-                result, delivered = self._message(params, now, found.get("wba"))
+                result, delivered = await self._message(params, now, found.get("wba"), io)
             elif method == "onboard/claim":
-                result = self._claim(params, now)
+                result = await io.call(lambda: self._claim(params, now))
             else:
-                result = self._redeem(params, now)
+                result = await io.call(lambda: self._redeem(params, now))
             self._tell("accepted", method, params, **found)
             answer = _result(rid, result)
             return answer, Delivered(answer, rid, delivered) if delivered else None
@@ -359,36 +459,49 @@ class Door:
                            data={"reason": "rate-limited", "retryAfter": wait},
                            headers=((b"retry-after", str(wait).encode()),))
 
-    def _message(self, params: dict[str, Any], now: int, wba: dict[str, Any] | None = None
-                 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    async def _message(self, params: dict[str, Any], now: int, wba: dict[str, Any] | None,
+                       io: InPlace) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """The reply to a message/send, and the message if consent delivered it now."""
         env = ladder.a2a_message(params)
         ladder.text_size(env["text"])
         fields = ladder.six(env, self.terms)
         ladder.recipient(fields, self.did)
         ladder.fresh(fields["timestamp"], now)
-        seen, status = self.store.lookup(fields["messageId"], fields["from"], now)
+        store = self.store
+        seen, status = await io.lookup(store, fields["messageId"], fields["from"], now)
         if seen:
             # An exact repeat of an accepted message (a visitor whose answer was lost) gets
             # the reply it was given, marked recovered; nothing is delivered twice.
-            kept = self.store.kept_reply({**fields, "sig": env["sig"]})
+            kept = await io.call(lambda: store.kept_reply({**fields, "sig": env["sig"]}))
             if kept is None:
                 raise RpcError(-32002, "replay")
             kept.setdefault("metadata", {})["recovered"] = True
             return kept, None
         ladder.signature(fields, env["sig"])
-        self._rate(fields["from"], self.clock())
+        if self._rate_in_store:
+            await io.call(lambda: self._rate(fields["from"], self.clock()))
+        else:
+            self._rate(fields["from"], self.clock())
         fields["sig"] = env["sig"]
         reply = self._reply(fields, f"accepted: delivered to {self.config.name}'s inbox", now)
         from muretai_cli.inbox.relayed import proved_reply_to
 
+        hint = env["replyTo"]
         admitted = {**fields, "relay": env["relay"], "reply": _dumps(reply),
-                    "replyTo": proved_reply_to(self.store, self.did, fields, env["replyTo"]),
+                    "replyTo": None if hint is None else await io.call(
+                        lambda: proved_reply_to(store, self.did, fields, hint)),
                     "wba": _dumps(wba) if wba is not None else None}
-        consent.admit(self.store, self.config.policy, admitted, status, now, gate=self._gate)
+        policy = self.config.policy
+        if consent.consults_store(policy, status):
+            await io.call(lambda: consent.judge(store, policy, admitted, status, now,
+                                                gate=self._gate))
+        else:
+            consent.judge(store, policy, admitted, status, now, gate=self._gate)
+        if not await io.accept(store, admitted, now):
+            raise RpcError(-32002, "replay")
         if now - self._last_prune > 60:
             self._last_prune = now
-            self.store.prune(now)
+            await io.call(lambda: store.prune(now))
         from muretai_cli.seam import SIGNED_FIELDS
 
         message = {k: admitted[k] for k in (*SIGNED_FIELDS, "sig", "replyTo")}

@@ -26,6 +26,23 @@ def admit(store: DoorStore, policy: Policy, env: dict[str, Any], status: str | N
 
     ``gate(request_id)`` builds the data of the awaiting-approval answer for a held message.
     """
+    judge(store, policy, env, status, now, gate=gate)
+    if not store.accept(env, now):
+        raise RpcError(-32002, "replay")
+    return "accepted"
+
+
+def consults_store(policy: Policy, status: str | None) -> bool:
+    """Whether ``judge`` reads (or, holding, writes) the store for a sender of ``status``;
+    when not, it decides from the policy and the status alone."""
+    return policy != "open" and status not in ("allowed", "blocked", "rejected")
+
+
+def judge(store: DoorStore, policy: Policy, env: dict[str, Any], status: str | None, now: int,
+          *, gate: Callable[[str], dict[str, Any]]) -> None:
+    """The policy's verdict before the commit: returns when the message is to be accepted
+    (``store.accept``, by the caller), raises the refusal otherwise, or holds the message
+    (a first contact in quarantine) and raises the awaiting-approval answer."""
     sender = env["from"]
     if status == "blocked":
         raise RpcError(-32010, "blocked")
@@ -46,6 +63,3 @@ def admit(store: DoorStore, policy: Policy, env: dict[str, Any], status: str | N
             if request_id is None:
                 raise RpcError(-32002, "replay")
             raise RpcError(HELD_CODE, "awaiting-approval", data=gate(request_id))
-    if not store.accept(env, now):
-        raise RpcError(-32002, "replay")
-    return "accepted"

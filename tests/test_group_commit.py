@@ -1,0 +1,137 @@
+"""Group commit (a PostgreSQL door): the requests waiting in one process are looked up and
+committed together, and every guarantee holds inside a batch as between batches.
+
+Requests gathered in one turn of the event loop form one batch (``asyncio.gather`` of
+``Door.receive_async``: each reaches its lookup, then its commit, in the same turn), so the
+batch-specific rules are tested on real batches: a messageId twice in one batch, a replay
+among fresh messages, a commit that fails (the whole batch 503, nothing committed), a value
+the database refuses (that request alone fails).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from muretai_cli.door.core import Door
+from muretai_cli.inbox.store import DoorStore, door_namespace
+from muretai_cli.seam import SigningKey
+from tests.door_helpers import make_door, send_request
+from tests.store_helpers import door_store
+
+NOW = 1_800_000_000
+
+
+@pytest.fixture
+def door(pg_url: str) -> Iterator[Door]:
+    made = make_door("open", "http://127.0.0.1:9", db=pg_url)
+    assert made.grouped is not None  # a PostgreSQL door groups its commits
+    yield made
+    made.close()
+    loop = LOOP.pop(made, None)
+    if loop is not None:
+        loop.close()
+
+
+LOOP: dict[Door, asyncio.AbstractEventLoop] = {}  # a door serves on one loop, as in a server
+
+
+def together(door: Door, bodies: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """POST bodies to the door at once (one batch): (HTTP status, JSON answer) each."""
+    async def main() -> list[Any]:
+        return await asyncio.gather(*(door.receive_async(json.dumps(b).encode())
+                                      for b in bodies))
+
+    loop = LOOP.setdefault(door, asyncio.new_event_loop())
+    return [(answer[0], json.loads(answer[1]))
+            for answer, _ in loop.run_until_complete(main())]
+
+
+def outcome(answer: tuple[int, dict[str, Any]]) -> str:
+    status, doc = answer
+    if status == 503:
+        return "503"
+    if "error" in doc:
+        return str(doc["error"]["code"])
+    return "recovered" if doc["result"]["metadata"].get("recovered") else "accepted"
+
+
+def inbox_texts(door: Door) -> list[str]:
+    return sorted(m["text"] for m in door.store.inbox(None))
+
+
+def env(mid: str, text: str) -> dict[str, Any]:
+    return {"from": "did:key:z6MkSender", "messageId": mid, "contextId": None, "text": text,
+            "timestamp": NOW, "sig": "s"}
+
+
+def test_a_message_id_twice_in_one_batch_is_accepted_once_the_first_copy(
+        backend: str) -> None:
+    store: DoorStore = door_store(SigningKey.generate().did, backend)
+    try:
+        batch = [(env("m-1", "first"), NOW), (env("m-2", "other"), NOW),
+                 (env("m-1", "second"), NOW), (env("m-1", "first"), NOW)]
+        assert store.lookup_and_accept([], batch)[1] == [True, True, False, False]
+        assert sorted(m["text"] for m in store.inbox(None)) == ["first", "other"]
+        looked, accepted = store.lookup_and_accept(
+            [("m-1", "did:key:z6MkSender", NOW), ("m-3", "did:key:z6MkSender", NOW)],
+            [(env("m-1", "again"), NOW)])
+        assert looked == [(True, None), (False, None)] and accepted == [False]
+    finally:
+        store.close()
+
+
+def test_a_door_answers_each_request_of_a_mixed_batch_as_its_own(door: Door) -> None:
+    alice, bob = SigningKey.generate(), SigningKey.generate()
+    earlier = send_request(alice, door.did, "earlier", mid="m-earlier")
+    assert outcome(together(door, [earlier])[0]) == "accepted"
+    copy = send_request(bob, door.did, "same id, other sender", mid="m-earlier")
+    twin = send_request(alice, door.did, "twin", mid="m-twin")
+    answers = together(door, [
+        send_request(alice, door.did, "fresh 1"),
+        earlier,  # an exact repeat: the reply it was given, recovered
+        copy,  # its messageId was taken: a replay
+        twin, twin,  # twice in this batch: once accepted, once a replay
+        send_request(bob, door.did, "fresh 2"),
+    ])
+    assert [outcome(a) for a in answers] == [
+        "accepted", "recovered", "-32002", "accepted", "-32002", "accepted"]
+    assert inbox_texts(door) == ["earlier", "fresh 1", "fresh 2", "twin"]
+
+
+def test_a_batch_whose_commit_fails_is_503_for_every_request_and_commits_nothing(
+        door: Door, pg_url: str) -> None:
+    schema = door_namespace(door.did)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        # the first commit after this dies in COMMIT itself (a deferred trigger ends the
+        # server process serving it); later ones go through
+        conn.execute(f'CREATE SEQUENCE "{schema}".once')
+        conn.execute(f'''CREATE FUNCTION "{schema}".die_once() RETURNS trigger LANGUAGE plpgsql
+            AS $$ BEGIN IF nextval('"{schema}".once') = 1 THEN
+            PERFORM pg_terminate_backend(pg_backend_pid()); END IF; RETURN NULL; END $$''')
+        conn.execute(f'CREATE CONSTRAINT TRIGGER die_once AFTER INSERT ON "{schema}".inbox '
+                     f'DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION '
+                     f'"{schema}".die_once()')
+    sender = SigningKey.generate()
+    bodies = [send_request(sender, door.did, f"batch {i}", mid=f"m-{i}") for i in range(3)]
+    assert [outcome(a) for a in together(door, bodies)] == ["503"] * 3
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute(f'SELECT count(*) FROM "{schema}".replay').fetchone() == (0,)
+    assert inbox_texts(door) == []
+    # the database is back: the same requests are taken, each once
+    assert [outcome(a) for a in together(door, bodies)] == ["accepted"] * 3
+    assert inbox_texts(door) == ["batch 0", "batch 1", "batch 2"]
+
+
+def test_a_message_the_database_refuses_fails_alone_not_its_batch(door: Door) -> None:
+    sender = SigningKey.generate()
+    answers = together(door, [send_request(sender, door.did, "before"),
+                              send_request(sender, door.did, "NUL \u0000 inside"),
+                              send_request(sender, door.did, "after")])
+    assert [outcome(a) for a in answers] == ["accepted", "-32603", "accepted"]
+    assert inbox_texts(door) == ["after", "before"]
