@@ -1,12 +1,11 @@
 """Several server processes on one port (``serve --workers N``).
 
 The parent binds the port, then forks N workers that each run a whole server (their own
-event loop, store connection and pool) on an inherited listening socket (the door: one
-SO_REUSEPORT socket each, see ``transport.server.bind_each``, so connections spread
-evenly); the kernel hands each new connection to one of them. The parent only
-supervises: SIGTERM/SIGINT go on to every worker, a worker that dies while the server is
-meant to run is started again (a worker that dies within a second of starting, five times
-running, stops the whole server instead).
+event loop, store connection and pool) on a listening socket of its own on that port
+(SO_REUSEPORT, see ``transport.server.bind_each``); the kernel spreads new connections over
+them. The parent only supervises: SIGTERM/SIGINT go on to every worker, a worker that dies
+while the server is meant to run is started again on its socket (a worker that dies within
+a second of starting, five times running, stops the whole server instead).
 Nothing that starts threads (a PostgreSQL pool) may exist in the parent when it forks.
 """
 

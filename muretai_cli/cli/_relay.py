@@ -111,16 +111,16 @@ def serve(
         store.close()  # no pool threads may live in the parent when it forks
     import uvicorn
 
-    from muretai_cli.transport.server import bind, server_config
+    from muretai_cli.transport.server import bind, bind_each, server_config
 
     try:
-        sock = bind(host, port)
+        socks = bind_each(host, port, workers) if workers > 1 else [bind(host, port)]
     except OSError as exc:
         if workers == 1:
             store.close()
         raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}") \
             from None
-    bound = sock.getsockname()
+    bound = socks[0].getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
 
     def prepare() -> uvicorn.Server:
@@ -143,8 +143,10 @@ def serve(
          f"(tokens name {base.origin}; db {where})"
          + (f" ({workers} workers)" if workers > 1 else ""))
     if single is not None:
-        single.run(sockets=[sock])
+        single.run(sockets=socks)
         return
     from muretai_cli.workers import run_workers
 
-    raise typer.Exit(run_workers(workers, lambda _: prepare().run(sockets=[sock]), log=note))
+    # worker i serves socket i (the kernel spreads connections over them), as serve does
+    raise typer.Exit(run_workers(workers, lambda i: prepare().run(sockets=[socks[i]]),
+                                 log=note))
