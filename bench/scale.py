@@ -9,7 +9,8 @@ sharing one flush); ``--pg-async`` adds a row with ``synchronous_commit=off``. T
 door runs as always (WAL, synchronous=NORMAL). One machine cannot show horizontal scale:
 the load client shares its cores with the servers; the ratios are the point.
 
-    python bench/scale.py [--messages 4000] [--clients 16] [--senders 400] [--pg-async]
+    python bench/scale.py [--messages 4000] [--clients 16] [--senders 400] [--rounds 3]
+                          [--no-relay] [--pg-async]
 
 Prints lines on stderr and one JSON line on stdout.
 """
@@ -22,6 +23,7 @@ import json
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -240,48 +242,84 @@ def main() -> None:
                         help="the old load client: a thread per connection")
     parser.add_argument("--pg-async", action="store_true",
                         help="also two workers on PostgreSQL with synchronous_commit=off")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every case this many times, interleaved (a shared machine's "
+                             "load comes and goes); the figures are the medians")
     args = parser.parse_args()
-    rows = [run_case("1 process, SQLite", db=None, workers=1, pg_pid=None, args=args)]
-    relay_rows = []
-    if not args.no_relay:
-        relay_rows.append(run_case("relay: 1 process, SQLite", db=None, workers=1,
-                                   pg_pid=None, args=args, relay=True))
     env, pg_pid = start_pg(durable_commit=True)
+    url = env["MURETAI_TEST_PG"]
+    cases: list[tuple[str, str | None, int, int | None, bool]] = [
+        ("1 process, SQLite", None, 1, None, False),
+        ("1 process, PostgreSQL", url, 1, pg_pid, False),
+        ("2 processes, PostgreSQL", url, 2, pg_pid, False)]
+    if not args.no_relay:
+        cases += [("relay: 1 process, SQLite", None, 1, None, True),
+                  ("relay: 1 process, PostgreSQL", url, 1, pg_pid, True),
+                  ("relay: 2 processes, PostgreSQL", url, 2, pg_pid, True)]
+    runs: dict[str, list[dict[str, object]]] = {label: [] for label, *_ in cases}
     try:
-        url = env["MURETAI_TEST_PG"]
-        rows.append(run_case("1 process, PostgreSQL", db=url, workers=1, pg_pid=pg_pid,
-                             args=args))
-        rows.append(run_case("2 processes, PostgreSQL", db=url, workers=2, pg_pid=pg_pid,
-                             args=args))
-        if not args.no_relay:
-            for n in (1, 2):
-                relay_rows.append(run_case(f"relay: {n} process{'es' if n > 1 else ''}, "
-                                           "PostgreSQL", db=url, workers=n, pg_pid=pg_pid,
-                                           args=args, relay=True))
+        for round_ in range(args.rounds):
+            if args.rounds > 1:
+                print(f"round {round_ + 1} of {args.rounds} (load {os.getloadavg()[0]:.2f})",
+                      file=sys.stderr)
+            for label, db, workers, pid, relay in cases:
+                runs[label].append(run_case(label, db=db, workers=workers, pg_pid=pid,
+                                            args=args, relay=relay))
     finally:
         stop_pg(env)
     if args.pg_async:
         env, pg_pid = start_pg(durable_commit=False)
+        label = "2 processes, PG async commit"
         try:
-            rows.append(run_case("2 processes, PG async commit", db=env["MURETAI_TEST_PG"],
-                                 workers=2, pg_pid=pg_pid, args=args))
+            runs[label] = [run_case(label, db=env["MURETAI_TEST_PG"], workers=2,
+                                    pg_pid=pg_pid, args=args)]
         finally:
             stop_pg(env)
-    base = rows[0]
-    two = rows[2]
+    rows = [median_row(r) for label, r in runs.items() if not label.startswith("relay")]
+    relay_rows = [median_row(r) for label, r in runs.items() if label.startswith("relay")]
+    # ratios per round (each round's cases ran back to back), then their median
+    sqlite, two = runs["1 process, SQLite"], runs["2 processes, PostgreSQL"]
+    speed = [f(b, "accepted_per_s") / f(a, "accepted_per_s")
+             for a, b in zip(sqlite, two, strict=True)]
+    cpu = [f(b, "cpu_ms_per_accepted") / f(a, "cpu_ms_per_accepted")
+           for a, b in zip(sqlite, two, strict=True)]
     summary = {
         "bench": "scale",
+        "rounds": args.rounds,
         "rows": rows,
         "relay_rows": relay_rows,
-        "two_pg_over_one_sqlite": round(float(two["accepted_per_s"])  # type: ignore[arg-type]
-                                        / float(base["accepted_per_s"]), 2),  # type: ignore[arg-type]
-        "cpu_two_pg_over_one_sqlite": round(float(two["cpu_ms_per_accepted"])  # type: ignore[arg-type]
-                                            / float(base["cpu_ms_per_accepted"]), 2),  # type: ignore[arg-type]
+        "two_pg_over_one_sqlite": round(statistics.median(speed), 2),
+        "cpu_two_pg_over_one_sqlite": round(statistics.median(cpu), 2),
+        "per_round": [{"throughput": round(x, 2), "cpu": round(y, 2)}
+                      for x, y in zip(speed, cpu, strict=True)],
         "targets": {"throughput_ratio_min": 1.2, "cpu_ratio_max": 1.5},
     }
+    if args.rounds > 1:
+        print("medians:", file=sys.stderr)
+        for row in rows + relay_rows:
+            print(f"  {row['case']:<30} {row['accepted_per_s']:>8}/s  CPU/accepted "
+                  f"{row['cpu_ms_per_accepted']} ms (door {row['door_cpu_ms']} + PostgreSQL "
+                  f"{row['pg_cpu_ms']})", file=sys.stderr)
     print(f"two on PostgreSQL / one on SQLite: throughput x{summary['two_pg_over_one_sqlite']}"
-          f", CPU per accepted x{summary['cpu_two_pg_over_one_sqlite']}", file=sys.stderr)
+          f", CPU per accepted x{summary['cpu_two_pg_over_one_sqlite']} (median of "
+          f"{args.rounds} round{'s' if args.rounds > 1 else ''}: "
+          f"{', '.join(f'x{x:.2f}/x{y:.2f}' for x, y in zip(speed, cpu, strict=True))})",
+          file=sys.stderr)
     print(json.dumps(summary))
+
+
+def f(row: dict[str, object], key: str) -> float:
+    """A figure of a row (every figure is a number)."""
+    return float(row[key])  # type: ignore[arg-type]
+
+
+def median_row(runs: list[dict[str, object]]) -> dict[str, object]:
+    """One case's figures over its rounds: the median of each."""
+    out: dict[str, object] = {"case": runs[0]["case"], "rounds": len(runs)}
+    for key, value in runs[0].items():
+        if isinstance(value, (int, float)):
+            out[key] = round(statistics.median(f(r, key) for r in runs), 3)
+    return out
 
 
 if __name__ == "__main__":
