@@ -99,6 +99,28 @@ def test_keystate_validity_window_from_the_caller_clock(tmp_path: Path,
     assert code == 1 and codes(item) == ["expired"]
 
 
+def test_keystate_mint_and_verify_say_the_burn_list_is_capped(tmp_path: Path,
+                                                             ids: dict[str, str]) -> None:
+    dids = {**ids, **{name: new_identity(name) for name in ("op3", "op4", "op5", "op6")}}
+    said = []
+    for op in ("op1", "op2", "op3", "op4", "op5", "op6"):  # each rotation burns the last op
+        result = run("sign", "keystate", "--as", "root", "--op", op, "--now", str(NOW))
+        assert result.exit_code == 0, result.stderr
+        said.append([w for w in ("revoked-ops-full", "revoked-ops-dropped")
+                     if w in result.stderr])
+        last = json.loads(result.stdout)   # stdout stays only the record
+    assert said == [[], [], [], [], ["revoked-ops-full"], ["revoked-ops-dropped"]]
+    assert last["revokedOps"] == [dids[f"op{i}"] for i in (2, 3, 4, 5)]  # op1 fell off
+    path = write(tmp_path, "ks.json", last)
+    code, item = verify("keystate", str(path), "--root", ids["root"], "--now", str(NOW))
+    assert code == 0 and item["opDid"] == dids["op6"]
+    assert [(r["code"], r["severity"]) for r in item["reasons"]] == [
+        ("revoked-ops-at-cap", "warning")]
+    # delegating back to a key the last record burned is refused: pinned peers never follow
+    result = run("sign", "keystate", "--as", "root", "--op", "op3", "--now", str(NOW))
+    assert result.exit_code == 2 and "op-burned" in result.stderr and not result.stdout
+
+
 def test_sign_refuses_an_epoch_that_does_not_advance(ids: dict[str, str]) -> None:
     assert run("sign", "keystate", "--as", "root", "--op", "op1", "--epoch", "5").exit_code == 0
     result = run("sign", "keystate", "--as", "root", "--op", "op2", "--epoch", "5")

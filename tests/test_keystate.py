@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from muretai_cli.artifacts.keystate import (
     MAX_REVOKED_OPS,
     Resolution,
+    burn_list,
     mint_keystate,
     parse_keystate,
     replaces_pin,
@@ -163,6 +164,17 @@ def test_mint_keeps_the_newest_burns_and_never_burns_its_own_op() -> None:
     many = [SigningKey(bytes([20 + i]) * 32).did for i in range(6)]
     record = ks(1, revoked_ops=[*many, OP1.did])
     assert record["revokedOps"] == many[-MAX_REVOKED_OPS:]
+
+
+def test_the_burn_list_says_when_it_is_full_and_what_fell_off() -> None:
+    many = [SigningKey(bytes([20 + i]) * 32).did for i in range(6)]
+    assert burn_list(many[:3], OP1.did) == (many[:3], [])
+    kept, notes = burn_list([*many[:4], OP1.did], OP1.did)
+    assert kept == many[:4] and [n.code for n in notes] == ["revoked-ops-full"]
+    kept, notes = burn_list(many + many[:2], OP1.did)          # repeats count once
+    assert kept == many[-MAX_REVOKED_OPS:] and [n.code for n in notes] == [
+        "revoked-ops-dropped"]
+    assert notes[0].detail.startswith("2 older burned op key(s) fell off")
 
 
 # -- the conformance runner catches resolvers that cheat ----------------------------------

@@ -12,7 +12,7 @@ kept. ``resolve_op_did`` is that ratchet, and it never raises on a record a stra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -226,6 +226,24 @@ def replaces_pin(new: KeyState, stored: KeyState | None) -> bool:
     return stored is None or (new.root_key == stored.root_key and new.epoch > stored.epoch)
 
 
+def burn_list(revoked_ops: Iterable[str], op_did: str) -> tuple[list[str], list[Reason]]:
+    """The ``revokedOps`` a mint writes (de-duplicated, never its own ``op_did``, the newest
+    ``MAX_REVOKED_OPS`` kept) and what the minter must be told about the cap (seam §11: a
+    capped list in a signed record makes absence no proof)."""
+    wanted = [d for d in dict.fromkeys(revoked_ops) if d != op_did]
+    kept = wanted[-MAX_REVOKED_OPS:]
+    dropped = len(wanted) - len(kept)
+    if dropped:
+        return kept, [warning("revoked-ops-dropped", f"{dropped} older burned op key(s) fell "
+                              f"off the {MAX_REVOKED_OPS}-entry revokedOps: a receiver holding "
+                              "only this record no longer sees them burned (one that pinned a "
+                              "later KeyState still refuses them: the pin's key is in force)")]
+    if len(kept) == MAX_REVOKED_OPS:
+        return kept, [warning("revoked-ops-full", f"revokedOps is full ({MAX_REVOKED_OPS}): "
+                              "the next rotation pushes the oldest burned key off it")]
+    return kept, []
+
+
 def mint_keystate(root: SigningKey, *, op_did: str, epoch: int, now: int,
                   not_after: int | None = None, revoked_ops: list[str] | None = None,
                   enc_pub: str = "") -> dict[str, Any]:
@@ -235,7 +253,7 @@ def mint_keystate(root: SigningKey, *, op_did: str, epoch: int, now: int,
         raise Refused("bad-epoch", f"epoch must be an integer 0..{MAX_EPOCH}")
     if not_after is not None and not_after <= now:
         raise Refused("bad-expiry", "notAfter must be in the future")
-    burned = [d for d in dict.fromkeys(revoked_ops or []) if d != op_did][-MAX_REVOKED_OPS:]
+    burned, _ = burn_list(revoked_ops or [], op_did)
     body: dict[str, Any] = {
         "typ": KEYSTATE_TYP, "rootDid": root.did, "epoch": epoch,
         "rootKey": root.public_bytes.hex(), "rootNextHash": "", "opDid": op_did,

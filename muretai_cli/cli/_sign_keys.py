@@ -62,7 +62,7 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
         json_out: JsonAccepted = False,
     ) -> None:
         """Print a KeyState delegating --as's root to --op (the previous op key is burned)."""
-        from muretai_cli.artifacts.keystate import mint_keystate
+        from muretai_cli.artifacts.keystate import burn_list, mint_keystate
         from muretai_cli.durations import parse_moment
         from muretai_cli.home import MintedRecords
 
@@ -73,12 +73,21 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
         minted = MintedRecords()
         last = minted.last(ident.name, "keystate")
         burned = [d for d in (last or {}).get("revokedOps") or [] if isinstance(d, str)]
+        if op_did in burned:
+            from muretai_cli.errors import InputError
+
+            raise InputError("op-burned", f"{op_did} is burned by the KeyState you signed last "
+                             f"(epoch {(last or {}).get('epoch')}); a peer that pinned it "
+                             "refuses that key for good", hint="delegate to a new key")
         if last and isinstance(last.get("opDid"), str) and last["opDid"] != op_did:
             burned.append(last["opDid"])
+        burned, warnings = burn_list(burned, op_did)
         record = mint_keystate(
             root, op_did=op_did, epoch=_next_epoch(last, epoch, 1), now=clock,
             not_after=parse_moment(valid_until, now=clock) if valid_until else None,
             revoked_ops=burned)
+        for w in warnings:
+            note(f"warning: {w.code}: {safe(w.detail)}")
         minted.keep(ident.name, "keystate", record)
         emit(record)
 

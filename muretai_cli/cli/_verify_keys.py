@@ -59,6 +59,7 @@ def register(app: typer.Typer) -> None:
         than, a fork of, or burned by the pinned KeyState. The answer is printed either way.
         """
         from muretai_cli.artifacts.keystate import (
+            MAX_REVOKED_OPS,
             replaces_pin,
             resolve_op_did,
             verify_keystate,
@@ -67,7 +68,7 @@ def register(app: typer.Typer) -> None:
         from muretai_cli.errors import MuretaiError
         from muretai_cli.home import KeyStatePins
         from muretai_cli.seam import parse_document
-        from muretai_cli.verdict import Reason, Verdict
+        from muretai_cli.verdict import Reason, Verdict, warning
 
         did_option(root, "--root")
         clock = int(time.time()) if now is None else now
@@ -89,6 +90,10 @@ def register(app: typer.Typer) -> None:
             if ks is not None and not reasons and res.op_did != ks.op_did:
                 reasons.append(Reason("not-in-force", "the record verifies but another key "
                                       f"signs for {root}: {res.op_did}"))
+            if ks is not None and len(ks.burned) >= MAX_REVOKED_OPS:
+                reasons.append(warning("revoked-ops-at-cap", f"revokedOps holds {MAX_REVOKED_OPS}"
+                                       ", all it can: a key burned before them may have fallen "
+                                       "off, so one missing from it is not proven unburned"))
             errors = [i for i, r in enumerate(reasons) if r.severity == "error"]
             if errors:  # the answer is printed on a refusal too, not only in --json
                 first = reasons[errors[0]]
