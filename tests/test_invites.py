@@ -259,7 +259,8 @@ def test_join_through_a_door_then_talk() -> None:
 
 
 def test_door_answers_a_forged_claim_with_its_rule_and_changes_nothing() -> None:
-    with live_door("quarantine", name="ines") as door:
+    events: list[dict[str, Any]] = []
+    with live_door("quarantine", name="ines", on_event=events.append) as door:
         card = _issue(door.key)
         jo, eve = _key("jo"), _key("eve")
         claim = copy.deepcopy(_claim(jo, card))
@@ -271,6 +272,9 @@ def test_door_answers_a_forged_claim_with_its_rule_and_changes_nothing() -> None
         ok = door.rpc({"jsonrpc": "2.0", "id": 2, "method": "onboard/claim",
                        "params": _claim(jo, card)})
         assert ok["result"]["ok"] is True and ok["result"]["joiner"] == jo.did
+        # the door's log names the claimed sender of a claim (its message's from)
+        assert [(e["event"], e["method"], e["from"]) for e in events] == [
+            ("refused", "onboard/claim", jo.did), ("accepted", "onboard/claim", jo.did)]
 
 
 def test_door_charges_claims_to_the_signer_rate_limit() -> None:

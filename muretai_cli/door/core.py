@@ -430,7 +430,8 @@ class Door:
         if isinstance(message, dict):
             meta = message.get("metadata") or {}
         sender = (meta.get("from") if isinstance(meta, dict) else None) or (
-            params.get("from") if isinstance(params, dict) else None)
+            params.get("from") if isinstance(params, dict) else None) or (
+            message.get("from") if isinstance(message, dict) else None)  # an onboard/claim
         message_id = message.get("messageId") if isinstance(message, dict) else None
         try:
             self.on_event({"event": event, "time": int(self.clock()), "method": method,
