@@ -343,6 +343,15 @@ def test_join_through_a_relay_then_talk(tmp_path: Any) -> None:
         assert drained["joined"] == [] and drained["messages"] == []
         code, listing = j("invite", "contacts", "--as", "ines")
         assert [c["did"] for c in listing["contacts"]] == [dids["jo"]]
+        # jo, already a contact, claims a new invite under another name: honoured (a use is
+        # spent), reported as a known contact, and the contact is kept as it was
+        code, second = j("invite", "create", "--as", "ines")
+        assert j("join", second["text"], "--as", "jo", "--name", "Admin")[0] == 0
+        code, drained = j("op", "--as", "ines", "turn-check")
+        assert [(e["from"], e["name"], e["newContact"]) for e in drained["joined"]] == [
+            (dids["jo"], "Admin", False)]
+        code, listing = j("invite", "contacts", "--as", "ines")
+        assert [(c["did"], c["name"]) for c in listing["contacts"]] == [(dids["jo"], given)]
 
 
 def test_a_relayed_claim_must_be_deposited_by_its_signer() -> None:
@@ -394,3 +403,14 @@ def test_a_sqlite_file_whose_invite_tables_came_first_upgrades_in_place(tmp_path
             door_schema().latest,)
     finally:
         store.close()
+
+
+def test_turn_check_lines_for_a_claim_show_the_name_as_their_words_stripped() -> None:
+    from muretai_cli.cli._opconv import event_lines
+
+    new = {"event": "joined", "from": "did:key:z6Mkjo", "name": "Jo\x1b[2J\x07", "newContact": True}
+    assert event_lines(new) == ["joined through your invite: did:key:z6Mkjo, who gives the "
+                                "name 'Jo?[2J?'"]
+    known = {**new, "name": "Admin\x9b", "newContact": False}
+    assert event_lines(known) == ["did:key:z6Mkjo claimed your invite again, giving the name "
+                                  "'Admin?': already a contact, kept as it was"]

@@ -223,6 +223,9 @@ def event_lines(event: dict[str, Any]) -> list[str]:
     from muretai_cli.cli._opdoor import message_lines
 
     if event["event"] == "joined":
+        if not event.get("newContact", True):  # a claim never rewrites a known contact
+            return [f"{safe(event['from'], limit=120)} claimed your invite again, giving the "
+                    f"name {safe(event['name'], limit=200)!r}: already a contact, kept as it was"]
         return [f"joined through your invite: {safe(event['from'], limit=120)}, who gives "
                 f"the name {safe(event['name'], limit=200)!r}"]
     if event["event"] == "refused":

@@ -87,7 +87,8 @@ def _claim(store: DoorStore, key: SigningKey, params: dict[str, Any], *, sender:
     except MuretaiError as exc:
         store.record_refused(sender, deposit_id, exc.code, exc.detail[:200], now)
         return Received("refused", exc.code, exc.detail[:200])
-    store.record_joined(sender, deposit_id, joined.claim.name, now)
+    store.record_joined(sender, deposit_id, joined.claim.name, now,
+                        new_contact=joined.new_contact)
     return Received("joined")
 
 

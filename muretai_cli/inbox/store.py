@@ -794,11 +794,14 @@ class DoorStore:
                         "VALUES (?, ?, 'refused', ?, ?, ?) ON CONFLICT (sender, deposit_id) "
                         "DO NOTHING", (sender, deposit_id, reason, detail, now))
 
-    def record_joined(self, sender: str, deposit_id: str, name: str, now: int) -> None:
-        """A deposit that was an honoured invite claim (``name``: the joiner's own words)."""
+    def record_joined(self, sender: str, deposit_id: str, name: str, now: int, *,
+                      new_contact: bool = True) -> None:
+        """A deposit that was an honoured invite claim (``name``: the joiner's own words);
+        its code says whether the joiner became a contact or already was one."""
         self.db.execute("INSERT INTO relayed (sender, deposit_id, outcome, reason, detail, at) "
-                        "VALUES (?, ?, 'joined', 'joined', ?, ?) ON CONFLICT (sender, "
-                        "deposit_id) DO NOTHING", (sender, deposit_id, name, now))
+                        "VALUES (?, ?, 'joined', ?, ?, ?) ON CONFLICT (sender, deposit_id) "
+                        "DO NOTHING", (sender, deposit_id,
+                                       "joined" if new_contact else "known-contact", name, now))
 
     def _relayed_items(self, rows: list[Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -195,7 +195,8 @@ def event_of(item: dict[str, Any]) -> dict[str, Any]:
     """A stored relayed row as the JSON a reader gets: a message, a held one, a refusal."""
     if item["outcome"] == "joined":  # an invite claim honoured; the name is their own words
         return {"event": "joined", "from": item["from"], "depositId": item["depositId"],
-                "name": item["reason"]["message"], "at": item["at"]}
+                "name": item["reason"]["message"],
+                "newContact": item["reason"]["code"] != "known-contact", "at": item["at"]}
     if item["outcome"] == "refused":
         return {"event": "refused", "from": item["from"] or None, "depositId": item["depositId"],
                 "reason": item["reason"], "at": item["at"]}
