@@ -224,6 +224,27 @@ def test_a_resolver_ignoring_its_pin_fails_the_refuse_half(
                                          "refuse/pin-revokes-op", "refuse/same-epoch-fork"]
 
 
+def test_with_a_pin_only_accept_case_ignoring_the_pin_fails_the_accept_half() -> None:
+    # The golden accept half has one pinned case, and it expects the inline answer, so a
+    # resolver that ignores its pin passes it (its failures are in the refuse half above).
+    # Accept cases where the answer IS the pin close that: built here as the vectors are.
+    expired_pin = ks(1, OP2, not_after=NOW + 10)
+    doc = {"reject": {"keystate": {"rootDid": ROOT.did, "checkNow": NOW + 100, "accept": [
+        {"name": "pin-only", "pinned": ks(2, OP2), "inline": None, "expect": OP2.did},
+        {"name": "expired-pin-still-holds", "pinned": expired_pin, "inline": ks(0, OP1),
+         "expect": OP2.did},
+        {"name": "first-contact", "pinned": None, "inline": ks(1, OP1), "expect": OP1.did},
+    ], "refuse": [
+        {"name": "rollback", "pinned": ks(2, OP2), "inline": ks(1, OP1), "expect": OP2.did,
+         "mustNotResolveTo": OP1.did},
+    ]}}}
+    assert all(ok for _, ok in reject_keystate(doc))
+    assert _failed(reject_keystate(doc, _ignores_pin), "accept/") == [
+        "accept/pin-only", "accept/expired-pin-still-holds"]
+    assert _failed(reject_keystate(doc, _always_root), "accept/") == [
+        "accept/pin-only", "accept/expired-pin-still-holds", "accept/first-contact"]
+
+
 def test_a_resolver_that_raises_fails_its_must_not_raise_cases(
         wire_vectors: dict[str, Any]) -> None:
     def naive(root: str, inline: object, pinned: object, *, now: int) -> Resolution:
