@@ -254,8 +254,10 @@ def test_join_through_a_door_then_talk() -> None:
                                                                          "claimed-invite")]
         # the same invite (one use) cannot bring in a second joiner
         new_identity("kim")
-        code, doc = run_json("join", text, "--as", "kim")
-        assert code == 4 and doc["rpcError"]["data"]["reason"] == "invite-used-up"
+        result = run("join", text, "--as", "kim", "--json")
+        doc = json.loads(result.stdout)
+        assert result.exit_code == 4 and doc["rpcError"]["data"]["reason"] == "invite-used-up"
+        assert "kim has no relay" in result.stderr   # said, on stderr only
 
 
 def test_door_answers_a_forged_claim_with_its_rule_and_changes_nothing() -> None:

@@ -236,6 +236,9 @@ def join(
     from muretai_cli.home import Profiles
 
     my_relay = Profiles().relay_of(ident.did)
+    if my_relay is None:  # the claim then carries no address: only a door can answer at once
+        note(f"note: {ident.name} has no relay, so the claim gives the inviter no way to "
+             f"write to you later (set one: muretai id relay {ident.name} URL)")
     endpoint = parse_base_url(got.url).text if got.url else None
     store = open_store(ident, db)
     try:
