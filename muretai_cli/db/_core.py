@@ -117,11 +117,11 @@ class Database(ABC):
     def all(self, sql: str, params: Params = ()) -> list[Row]:
         return self.execute(sql, params).rows
 
-    def execute_together(self, statements: Sequence[tuple[str, Params]]) -> list[Result]:
-        """Several statements as ONE transaction (all commit or none does), their results
-        in order. PostgreSQL sends them in one round trip (pipeline mode)."""
-        with self.transaction(exclusive=False) as tx:
-            return [tx.execute(sql, params) for sql, params in statements]
+    def execute_each(self, statements: Sequence[tuple[str, Params]]) -> list[Result]:
+        """Several statements, each in its own transaction as ``execute`` runs one, in order
+        (on PostgreSQL through one connection); their results. The first that fails stops
+        the rest."""
+        return [self.execute(sql, params) for sql, params in statements]
 
     @abstractmethod
     def run_script(self, ddl: str) -> None:

@@ -455,10 +455,10 @@ class DoorStore:
         """Many ``lookup(message_id, sender, now)`` and ``accept(env, now)`` at once: their
         results, in order (the door's group commit on PostgreSQL).
 
-        On PostgreSQL all lookups are one statement and the accepts of messages the door
-        took directly (``channel`` door, no ``relay``) one more, both sent in one round trip
-        and run as ONE transaction: every accept of the batch commits or none does (an
-        exception: nothing committed). Within the batch a ``messageId`` is accepted once:
+        On PostgreSQL all lookups are one statement (a read) and the accepts of messages the
+        door took directly (``channel`` door, no ``relay``) one more, on one connection: that
+        one statement is one transaction, so every accept of the batch commits or none does
+        (an exception: nothing committed). Within the batch a ``messageId`` is accepted once:
         its first copy is written, every later copy is a replay (False) without reaching
         the database. Rows go in ``messageId`` order, so batches racing in several
         processes take their key locks in one order (no deadlock). Any other message is
@@ -501,7 +501,7 @@ class DoorStore:
                 "v.reply, v.wba FROM v JOIN r ON r.message_id = v.message_id ORDER BY "
                 "v.message_id ON CONFLICT (sender, message_id) DO NOTHING RETURNING message_id",
                 (_json_rows(_ACCEPT_COLUMNS, rows),)))
-        results = self.db.execute_together(statements) if statements else []
+        results = self.db.execute_each(statements) if statements else []
         if postgres and lookups:
             looked = [(bool(seen), status) for seen, status in results.pop(0).rows]
         else:
