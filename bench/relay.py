@@ -226,7 +226,11 @@ def _floor(me: SigningKey, bodies: list[bytes]) -> float:
 
 def figure_drain(args: argparse.Namespace) -> dict[str, Any]:
     """turn-check: waiting messages opened, verified, stored and acked per second, and the
-    same drain's time over the bare crypto floor (open + verify) of the same messages."""
+    same drain's time over the bare crypto floor (open + verify) of the same messages;
+    ``--rounds`` rounds of ``--drain`` messages each (the median is the figure: one round
+    on a shared machine says as much about its neighbours as about the drain)."""
+    import statistics
+
     from muretai_cli.cli._visitout import client_for
     from muretai_cli.inbox.store import open_door_store
     from muretai_cli.visit.relay import RelayClient
@@ -236,36 +240,49 @@ def figure_drain(args: argparse.Namespace) -> dict[str, Any]:
     proc, port, url = _relay_for(home)
     me = _identity(url)
     store = open_door_store(me.did)
+    rounds: list[dict[str, Any]] = []
     try:
         senders = [SigningKey.generate() for _ in range(50)]
-        bodies = deposits(args.drain, senders, [me])
-        accepted, _, _ = load(port, bodies, 8, b'"queued":true')
-        floor = _floor(me, bodies)
-        check = TurnCheck(me, store, RelayClient(url, client_for), "open")
-        from muretai_cli.net import SafeClient  # noqa: F401 (httpx imported before the clock)
+        # One-off costs stay before the clock (the real process's figure below has them):
+        # the modules a drain imports on first use, and the first HTTP client's (httpcore
+        # loaded, the TLS context built once per process).
+        import muretai_cli.inbox.relayed  # noqa: F401
 
-        started = time.perf_counter()
-        drained = check.drain(0)
-        elapsed = time.perf_counter() - started
-        stored = sum(1 for item in store.unshown() if item["outcome"] == "accepted")
-        store.mark_shown([int(item["row"]) for item in store.unshown()])
-        load(port, deposits(args.drain, senders, [me]), 8, b'"queued":true')  # a second lot
+        client_for(1, 1).close()
+        for _ in range(args.rounds):
+            bodies = deposits(args.drain, senders, [me])
+            accepted, _, _ = load(port, bodies, 8, b'"queued":true')
+            floor = _floor(me, bodies)
+            check = TurnCheck(me, store, RelayClient(url, client_for), "open")
+            started = time.perf_counter()
+            drained = check.drain(0)
+            elapsed = time.perf_counter() - started
+            fresh = store.unshown()
+            stored = sum(1 for item in fresh if item["outcome"] == "accepted")
+            store.mark_shown([int(item["row"]) for item in fresh])
+            rounds.append({"waiting": accepted, "drained": drained, "stored": stored,
+                           "seconds": round(elapsed, 3), "per_s": round(stored / elapsed, 1),
+                           "floor_seconds": round(floor, 3),
+                           "drain_over_floor": round(elapsed / floor, 2)})
+            print(f"turn-check: {stored}/{accepted} stored in {elapsed:.2f} s = "
+                  f"{stored / elapsed:.0f}/s; {elapsed / floor:.2f}x the open+verify floor "
+                  f"({floor:.2f} s)", file=sys.stderr)
+        load(port, deposits(args.drain, senders, [me]), 8, b'"queued":true')  # a last lot
         cli_started = time.perf_counter()
         printed = json.loads(_cli("op", "--as", "bob", "turn-check", "--json"))["messages"]
         cli_seconds = time.perf_counter() - cli_started
     finally:
         store.close()
         stop(proc)
-    rate = stored / elapsed
-    print(f"turn-check: {stored}/{accepted} stored in {elapsed:.2f} s = {rate:.0f}/s; "
-          f"{elapsed / floor:.2f}x the open+verify floor ({floor:.2f} s); a real turn-check "
+    rate = statistics.median(r["per_s"] for r in rounds)
+    print(f"turn-check: median {rate:.0f}/s over {len(rounds)} rounds; a real turn-check "
           f"process drained and printed another {len(printed)} in {cli_seconds:.2f} s",
           file=sys.stderr)
-    return {"bench": "relay.drain", "waiting": accepted, "drained": drained,
-            "stored": stored, "seconds": round(elapsed, 3), "per_s": round(rate, 1),
-            "floor_seconds": round(floor, 3), "drain_over_floor": round(elapsed / floor, 2),
+    return {"bench": "relay.drain", "rounds": rounds, "per_s": rate,
+            "drain_over_floor": statistics.median(r["drain_over_floor"] for r in rounds),
             "cli_printed": len(printed), "cli_seconds": round(cli_seconds, 2),
-            "target": "per_s >= 2000", "met": rate >= 2000 and stored == accepted}
+            "target": "median per_s >= 2000",
+            "met": rate >= 2000 and all(r["stored"] == r["waiting"] for r in rounds)}
 
 
 def figure_wake(args: argparse.Namespace) -> dict[str, Any]:
@@ -347,6 +364,7 @@ def main() -> None:
     parser.add_argument("--only", action="append", choices=sorted(FIGURES),
                         help="run only this figure (repeatable)")
     parser.add_argument("--drain", type=int, default=2000, help="messages waiting (drain)")
+    parser.add_argument("--rounds", type=int, default=3, help="drains of --drain (drain)")
     parser.add_argument("--wakes", type=int, default=11, help="rounds (wake)")
     args = parser.parse_args()
     for name in args.only or list(FIGURES):

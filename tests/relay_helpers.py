@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import time
 from collections.abc import Iterator
@@ -13,10 +14,17 @@ from typing import Any
 
 import httpx
 
+from muretai_cli.artifacts.message import build_message, build_message_send
 from muretai_cli.relay.app import build_app
 from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
 from muretai_cli.relay.store import RelayStore
-from muretai_cli.seam import SigningKey, seal_box, sign_listen_token, sign_relay_send
+from muretai_cli.seam import (
+    SigningKey,
+    seal_box,
+    sign_envelope,
+    sign_listen_token,
+    sign_relay_send,
+)
 from muretai_cli.transport.server import bind, server_config
 from muretai_cli.urls import parse_base_url
 from tests.servers import run_uvicorn
@@ -93,3 +101,28 @@ def live_relay(db: Path | str, *, path: str = "", url: str | None = None,
                                    http=http),
                      sock):
         yield LiveRelay(f"http://127.0.0.1:{port}{path}", relay)
+
+
+def fill_mailbox(relay_db: Path, bob: SigningKey, count: int) -> dict[str, str]:
+    """``count`` signed, sealed message/send deposits for bob, straight into the relay's
+    mailbox table (the relay's own deposit path is tested elsewhere); messageId -> text."""
+    senders = [SigningKey.generate() for _ in range(3)]
+    now = int(time.time())
+    texts: dict[str, str] = {}
+    store = RelayStore.open(relay_db)
+    try:
+        for i in range(count):
+            sender = senders[i % len(senders)]
+            env = sign_envelope(sender, to=bob.did, text=f"message {i}", timestamp=now,
+                                context_id="c-kill")
+            message = build_message(env)
+            texts[message["messageId"]] = f"message {i}"
+            blob = seal_box(sender, bob.enc_pub,
+                            json.dumps(build_message_send(message, i)).encode(), ad=b"")
+            outcome = store.deposit(to=bob.did, sender=sender.did, sender_enc=sender.enc_pub,
+                                    deposit_id=os.urandom(16).hex(), blob=blob, now=now,
+                                    max_waiting=10_000)
+            assert outcome == "queued"
+    finally:
+        store.close()
+    return texts

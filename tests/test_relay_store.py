@@ -39,6 +39,18 @@ def test_deposits_duplicates_and_reused_ids(backend: str) -> None:
     store.close()
 
 
+def test_an_ack_of_many_ids_deletes_exactly_those_waiting(backend: str) -> None:
+    store = RelayStore.open(backend)
+    for i in range(250):
+        assert _put(store, f"d{i}", max_waiting=1000) == "queued"
+    # three statements' worth (100 ids each, the last padded), unknown ids mixed in
+    ids = [f"d{i}" for i in range(0, 250, 2)] + [f"x{i}" for i in range(120)]
+    assert store.ack(BOB.did, ids) == 125 and store.ack(BOB.did, ids) == 0
+    left = store.waiting(BOB.did, limit=1000, since=0)[0]
+    assert [m.id for m in left] == [f"d{i}" for i in range(1, 250, 2)]
+    store.close()
+
+
 def test_epochs_newest_wins(backend: str) -> None:
     store = RelayStore.open(backend)
     assert store.claim_epoch(BOB.did, 5) == "newer"

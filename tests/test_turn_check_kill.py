@@ -22,11 +22,9 @@ from typing import Any
 
 import pytest
 
-from muretai_cli.artifacts.message import build_message, build_message_send
-from muretai_cli.relay.store import RelayStore
-from muretai_cli.seam import SigningKey, seal_box, sign_envelope
+from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run
-from tests.relay_helpers import LiveRelay, live_relay
+from tests.relay_helpers import LiveRelay, fill_mailbox, live_relay
 
 MESSAGES = 300  # three listen answers of 100: a kill after the first commit is mid-drain
 
@@ -44,31 +42,6 @@ def _bob(relay: LiveRelay) -> SigningKey:
     assert run("id", "relay", "bob", relay.url).exit_code == 0
     assert run("op", "--as", "bob", "policy", "open").exit_code == 0
     return KeyStore(keys_dir()).load("bob").signing_key()
-
-
-def _fill(relay_db: Path, bob: SigningKey, count: int) -> dict[str, str]:
-    """``count`` signed, sealed message/send deposits for bob, straight into the relay's
-    mailbox table (the relay's own deposit path is tested elsewhere); messageId -> text."""
-    senders = [SigningKey.generate() for _ in range(3)]
-    now = int(time.time())
-    texts: dict[str, str] = {}
-    store = RelayStore.open(relay_db)
-    try:
-        for i in range(count):
-            sender = senders[i % len(senders)]
-            env = sign_envelope(sender, to=bob.did, text=f"message {i}", timestamp=now,
-                                context_id="c-kill")
-            message = build_message(env)
-            texts[message["messageId"]] = f"message {i}"
-            blob = seal_box(sender, bob.enc_pub,
-                            json.dumps(build_message_send(message, i)).encode(), ad=b"")
-            outcome = store.deposit(to=bob.did, sender=sender.did, sender_enc=sender.enc_pub,
-                                    deposit_id=os.urandom(16).hex(), blob=blob, now=now,
-                                    max_waiting=10_000)
-            assert outcome == "queued"
-    finally:
-        store.close()
-    return texts
 
 
 def _stored(bob: SigningKey) -> int:
@@ -138,7 +111,7 @@ def test_kill_9_mid_drain_then_the_next_run_shows_every_message_once(
         relay: LiveRelay, tmp_path: Path) -> None:
     bob = _bob(relay)
     relay_db = tmp_path / "relay.sqlite3"
-    texts = _fill(relay_db, bob, MESSAGES)
+    texts = fill_mailbox(relay_db, bob, MESSAGES)
     first = _turn_check("--json")
     _until(lambda: _stored(bob) > 0, first)  # one listen answer committed
     first.send_signal(signal.SIGKILL)
@@ -160,7 +133,7 @@ def test_kill_9_while_printing_never_prints_twice_and_names_what_it_may_have_mis
         relay: LiveRelay, tmp_path: Path) -> None:
     bob = _bob(relay)
     relay_db = tmp_path / "relay.sqlite3"
-    texts = _fill(relay_db, bob, MESSAGES)
+    texts = fill_mailbox(relay_db, bob, MESSAGES)
     first = _turn_check("--follow", "--json")
     assert first.stdout is not None
     printed: list[str] = []
@@ -204,7 +177,7 @@ def test_a_kill_at_each_point_loses_nothing_and_prints_nothing_twice(
         ) -> None:
     bob = _bob(relay)
     relay_db = tmp_path / "relay.sqlite3"
-    texts = _fill(relay_db, bob, 3)
+    texts = fill_mailbox(relay_db, bob, 3)
     name = {text: int(text.split()[1]) for text in texts.values()}
     first = _turn_check(mode, "--json", kill_at=kill_at)
     lines = _rest_after_kill(first)

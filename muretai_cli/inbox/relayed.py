@@ -143,7 +143,8 @@ def receive(store: DoorStore, key: SigningKey, policy: Policy, *, deposit_id: st
         return Received("duplicate")
     try:
         fields = check_deposit(key, sender=sender, from_enc=from_enc, blob=blob, now=now)
-        if store.received(fields["from"], fields["messageId"]) is not None:
+        stored, status = store.relayed_lookup(fields["from"], fields["messageId"])
+        if stored:
             raise NotForUs("replay", "a message with this messageId from this sender is "
                                      "already in the store")
     except ClaimDeposit as claim:
@@ -156,7 +157,6 @@ def receive(store: DoorStore, key: SigningKey, policy: Policy, *, deposit_id: st
         return Received("refused", exc.code, exc.detail[:200])
     env = {**fields, "channel": "relay", "depositId": deposit_id,
            "replyTo": proved_reply_to(store, key.did, fields, fields.pop("replyHint"))}
-    status = store.sender_status(fields["from"])
     try:
         consent.admit(store, policy, env, status, now,
                       gate=gate or (lambda rid: {"requestId": rid}))

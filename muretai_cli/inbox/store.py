@@ -776,6 +776,16 @@ class DoorStore:
         keys = ("messageId", "contextId", "text", "timestamp", "received", "channel", "replyTo")
         return {"from": sender, **dict(zip(keys, row, strict=True))}
 
+    def relayed_lookup(self, sender: str, message_id: str) -> tuple[bool, str | None]:
+        """One read for a relayed message: (its ``(sender, messageId)`` is already in the
+        inbox or held, the sender's status) -- a drain asks both of every message."""
+        row = self.db.one(
+            "SELECT EXISTS (SELECT 1 FROM inbox WHERE sender=? AND message_id=?) OR EXISTS "
+            "(SELECT 1 FROM requests WHERE sender=? AND message_id=?), "
+            "(SELECT status FROM senders WHERE did=?)",
+            (sender, message_id, sender, message_id, sender))
+        return (bool(row[0]), row[1]) if row else (False, None)
+
     def received_by_id(self, message_id: str) -> dict[str, Any] | None:
         row = self.db.one("SELECT sender FROM inbox WHERE message_id=? UNION ALL "
                               "SELECT sender FROM requests WHERE message_id=? LIMIT 1",

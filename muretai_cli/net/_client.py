@@ -144,6 +144,17 @@ class SafeClient:
     def close(self) -> None:
         self._client.close()
 
+    def rearm(self, seconds: float, max_bytes: int) -> None:
+        """A fresh deadline and byte cap for the requests that follow, on the same
+        connections (a relay drain's back-to-back listen and ack reuse one); what was
+        attempted before is forgotten, so a long-lived client does not grow."""
+        if max_bytes < 1:
+            raise InputError("bad-max-bytes", "the byte cap must be at least 1")
+        self.deadline = Deadline(seconds)
+        self.max_bytes = max_bytes
+        self.attempts = []
+        self.skipped = []
+
     def report(self) -> dict[str, Any]:
         """What was attempted and what was skipped, for an error's ``data``."""
         return {"attempts": [dict(a) for a in self.attempts],

@@ -61,6 +61,12 @@ class Waiting:
                 "blob": self.blob, "received": self.received}
 
 
+# An ack deletes its ids 100 to a statement, one statement text (short chunks padded).
+_ACK_CHUNK = 100
+_ACK_SQL = ("DELETE FROM relay_messages WHERE to_did=? AND id IN ("  # noqa: S608 - only "?"s
+            + ", ".join("?" * _ACK_CHUNK) + ")")
+
+
 class RelayStore:
     """Mailboxes, listener epochs and cards. One owner (the relay's event loop)."""
 
@@ -123,9 +129,10 @@ class RelayStore:
             return 0
         deleted = 0
         with self.db.transaction(exclusive=False) as tx:
-            for deposit_id in ids:
-                deleted += max(tx.execute("DELETE FROM relay_messages WHERE to_did=? AND id=?",
-                                          (did, deposit_id)).rowcount, 0)
+            for start in range(0, len(ids), _ACK_CHUNK):  # one statement per 100 ids
+                chunk: list[str | None] = list(ids[start:start + _ACK_CHUNK])
+                chunk += [None] * (_ACK_CHUNK - len(chunk))  # NULL matches no id
+                deleted += max(tx.execute(_ACK_SQL, (did, *chunk)).rowcount, 0)
         return deleted
 
     def expire(self, before: int) -> int:

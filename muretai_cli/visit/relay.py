@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -111,15 +112,35 @@ class RelayClient:
         self.base = url if isinstance(url, BaseUrl) else relay_base(url)
         self._client_for = client_for
         self.timeout = timeout
+        self._kept: SafeClient | None = None
 
     @property
     def url(self) -> str:
         return self.base.text
 
+    @contextmanager
+    def kept_alive(self) -> Iterator[None]:
+        """Requests inside the block share one client, so one kept-alive connection (a
+        drain's back-to-back listens and acks: no connect, no new client per request),
+        each with its own deadline and byte cap; closed when the block ends, so no idle
+        connection outlives a burst (the relay closes idle ones after a few seconds)."""
+        if self._kept is not None:
+            yield
+            return
+        self._kept = self._client_for(self.timeout, MAX_LISTEN_BYTES)
+        try:
+            yield
+        finally:
+            kept, self._kept = self._kept, None
+            kept.close()
+
     def _post(self, route: str, body: dict[str, Any], *, seconds: float | None = None,
               max_bytes: int = 1024 * 1024) -> HttpResult:
         from muretai_cli.seam import canonical_bytes
 
+        if self._kept is not None:
+            self._kept.rearm(seconds or self.timeout, max_bytes)
+            return self._kept.post_json(self.base.join(route), canonical_bytes(body))
         with self._client_for(seconds or self.timeout, max_bytes) as client:
             return client.post_json(self.base.join(route), canonical_bytes(body))
 

@@ -112,13 +112,15 @@ class TurnCheck:
         return done
 
     def drain(self, wait: int) -> int:
-        """Listen (the first time up to ``wait`` s), then keep draining while more wait."""
+        """Listen (the first time up to ``wait`` s), then keep draining while more wait, on
+        one kept-alive connection to the relay."""
         total = 0
-        done = self.step(wait)
-        total += sum(done.counts.values())
-        while done.more:
-            done = self.step(0)
+        with self.relay.kept_alive():
+            done = self.step(wait)
             total += sum(done.counts.values())
+            while done.more:
+                done = self.step(0)
+                total += sum(done.counts.values())
         return total
 
     def unshown(self) -> list[dict[str, Any]]:
