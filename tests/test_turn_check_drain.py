@@ -1,15 +1,24 @@
-"""turn-check's drain against a real relay: a listen answer is at most 100 deposits, so 250
-waiting take three listens and three acks, all on one kept-alive client (one connection,
-no new client per request) that is closed when the drain ends."""
+"""turn-check's drain: against a real relay, 250 waiting take three listens and three acks
+(a listen answer is at most 100), all on one kept-alive client closed when the drain ends;
+a database failure mid-answer commits and acknowledges nothing of it (never a refusal); a
+deposit listed twice, or again, is stored and shown once."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from muretai_cli.artifacts.message import build_message_send, signed_message
+from muretai_cli.db import DatabaseUnavailable
 from muretai_cli.inbox.store import DoorStore
 from muretai_cli.net import SafeClient
-from muretai_cli.seam import SigningKey
-from muretai_cli.visit.relay import RelayClient
+from muretai_cli.seam import SigningKey, canonical_bytes, seal_box
+from muretai_cli.visit.relay import ListenAnswer, RelayClient, Waiting
 from muretai_cli.visit.turn import TurnCheck
 from tests.relay_helpers import fill_mailbox, live_relay
 
@@ -38,3 +47,94 @@ def test_a_drain_reuses_one_client_for_every_listen_and_ack(tmp_path: Path) -> N
             assert check.drain(0) == 0 and len(made) == 2  # the next drain: its own client
         finally:
             store.close()
+
+
+class _Relay:
+    """A relay client that gives one listen answer (then nothing) and records acks."""
+
+    def __init__(self, items: list[Waiting]) -> None:
+        self.items = items
+        self.acked: list[str] = []
+
+    def listen(self, key: SigningKey, *, epoch: int, wait: int) -> ListenAnswer:
+        items, self.items = self.items, []
+        return ListenAnswer(items, False)
+
+    def ack(self, key: SigningKey, *, epoch: int, ids: list[str]) -> int:
+        self.acked += ids
+        return len(ids)
+
+    @contextmanager
+    def kept_alive(self) -> Iterator[None]:
+        yield
+
+
+def _waiting(bob: SigningKey, count: int) -> list[Waiting]:
+    out = []
+    for i in range(count):
+        sender = SigningKey.generate()
+        request = build_message_send(signed_message(sender, to=bob.did, text=f"m{i}",
+                                                    now=int(time.time()), context_id="c"))
+        out.append(Waiting(f"d{i}", sender.did, sender.enc_pub,
+                           seal_box(sender, bob.enc_pub, canonical_bytes(request), ad=b""),
+                           int(time.time())))
+    return out
+
+
+def test_a_database_failure_mid_answer_commits_and_acks_nothing_of_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # never "refused" (acked, so gone from the relay): the relay gives all of it again
+    bob = SigningKey.generate()
+    items = _waiting(bob, 3)
+    store = DoorStore(tmp_path / "bob.sqlite3")
+    real = store.accept
+    calls: list[int] = []
+
+    def failing(env: dict[str, Any], now: int) -> bool:
+        calls.append(1)
+        if len(calls) == 2:
+            raise DatabaseUnavailable("database-unavailable", "the disk went away")
+        return real(env, now)
+
+    try:
+        relay = _Relay(list(items))
+        monkeypatch.setattr(store, "accept", failing)
+        with pytest.raises(DatabaseUnavailable):
+            TurnCheck(bob, store, relay, "open").drain(0)  # type: ignore[arg-type]
+        assert relay.acked == [] and store.unshown() == []  # the first one rolled back too
+        monkeypatch.setattr(store, "accept", real)
+        relay = _Relay(list(items))
+        assert TurnCheck(bob, store, relay, "open").drain(0) == 3  # type: ignore[arg-type]
+        assert [i["message"]["text"] for i in store.unshown()] == ["m0", "m1", "m2"]
+        assert relay.acked == ["d0", "d1", "d2"]
+    finally:
+        store.close()
+
+
+def test_a_deposit_listed_twice_or_again_is_stored_and_shown_once(tmp_path: Path) -> None:
+    bob = SigningKey.generate()
+    items = _waiting(bob, 2)
+    store = DoorStore(tmp_path / "bob.sqlite3")
+    try:
+        relay = _Relay([items[0], items[0], items[1]])  # a relay that lists one twice
+        check = TurnCheck(bob, store, relay, "open")  # type: ignore[arg-type]
+        assert check.step(0).counts == {"accepted": 2, "duplicate": 1}
+        relay.items = [items[1], items[0]]  # both again, as after a lost ack
+        assert check.step(0).counts == {"duplicate": 2}
+        assert [i["message"]["text"] for i in store.unshown()] == ["m0", "m1"]
+    finally:
+        store.close()
+
+
+def test_which_deposits_are_committed_is_one_read_per_hundred(backend: str) -> None:
+    from tests.store_helpers import door_store
+
+    store = door_store(SigningKey.generate().did, backend)
+    try:
+        for i in range(0, 150, 3):
+            store.record_refused(f"s{i % 5}", f"d{i}", "cannot-open", "x", 1)
+        pairs = [(f"s{i % 5}", f"d{i}") for i in range(150)] + [("s9", "d0")]
+        assert store.deposits_seen(pairs) == {(f"s{i % 5}", f"d{i}") for i in range(0, 150, 3)}
+        assert store.deposits_seen([]) == set()
+    finally:
+        store.close()

@@ -136,10 +136,16 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
 
 def receive(store: DoorStore, key: SigningKey, policy: Policy, *, deposit_id: str,
             sender: str, from_enc: str, blob: str, now: int,
-            gate: Callable[[str], dict[str, Any]] | None = None) -> Received:
+            gate: Callable[[str], dict[str, Any]] | None = None,
+            seen: bool | None = None) -> Received:
     """Take one deposit in: commit it (inbox or held) or say why not. Never raises for
-    what the deposit holds."""
-    if store.deposit_seen(sender, deposit_id):
+    what the deposit holds; a database failure is raised (never made a refusal: the
+    caller commits nothing and acknowledges nothing, so the relay gives it again).
+    ``seen``: whether the deposit is committed already, when the caller looked it up for
+    a whole listen answer (``DoorStore.deposits_seen``); None looks it up here."""
+    from muretai_cli.db import DatabaseUnavailable
+
+    if store.deposit_seen(sender, deposit_id) if seen is None else seen:
         return Received("duplicate")
     try:
         fields = check_deposit(key, sender=sender, from_enc=from_enc, blob=blob, now=now)
@@ -147,6 +153,8 @@ def receive(store: DoorStore, key: SigningKey, policy: Policy, *, deposit_id: st
         if stored:
             raise NotForUs("replay", "a message with this messageId from this sender is "
                                      "already in the store")
+    except DatabaseUnavailable:
+        raise
     except ClaimDeposit as claim:
         return _claim(store, key, claim.params, sender=sender, deposit_id=deposit_id, now=now)
     except NotForUs as exc:

@@ -174,6 +174,15 @@ SentState = Literal["delivered", "queued", "held", "refused"]
 REPLAY_WINDOW = 2 * MESSAGE_WINDOW  # a messageId is remembered as long as it could be fresh
 # relayed.shown: drained, not printed yet | claimed by a turn-check printing it | printed
 NEW, SHOWN, SHOWING = 0, 1, 2
+# A received message's inbox row (``accept``): None when the inbox holds it already.
+_INBOX_INSERT = ("INSERT INTO inbox (sender, message_id, context_id, text, sent, received, "
+                 "verified, sig, via, channel, reply_to, relay, reply, wba) "
+                 "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?) "
+                 "ON CONFLICT (sender, message_id) DO NOTHING RETURNING id")
+# Which relayed deposits are committed, 100 (sender, deposit id) pairs to a statement.
+_SEEN_CHUNK = 100
+_SEEN_SQL = ("SELECT sender, deposit_id FROM relayed WHERE "  # noqa: S608 - only "?"s
+             + " OR ".join(["(sender=? AND deposit_id=?)"] * _SEEN_CHUNK))
 # What turn-check has not shown yet, oldest first (through the index ``relayed_shown``).
 UNSHOWN = ("SELECT id, sender, deposit_id, message_id, outcome, reason, detail, request_id, at "
            "FROM relayed WHERE shown=? ORDER BY id")
@@ -304,6 +313,7 @@ class DoorStore:
                 self.db.close()
                 raise
         self.where = self.db.describe()
+        self._batched = False  # inside ``batch``: one transaction for every call
 
     def close(self) -> None:
         self.db.close()
@@ -426,6 +436,17 @@ class DoorStore:
         channel = env.get("channel", "door")
         if self.db.dialect == "postgresql" and direct(env):
             return self.lookup_and_accept((), [(env, now)])[1][0]
+        row = (env["from"], env["messageId"], env["contextId"], env["text"], env["timestamp"],
+               now, env["sig"], "direct" if channel == "door" else channel, channel,
+               env.get("replyTo"), env.get("relay"), env.get("reply"), env.get("wba"))
+        if channel != "door" and self._batched:
+            # A drain's listen answer is ONE transaction (``batch``) that any failure rolls
+            # back whole (turn-check lets database errors through), and nothing is written
+            # when the inbox holds the message already: no savepoint per message.
+            if not self.db.all(_INBOX_INSERT, row):
+                return False
+            self._after_receipt(self.db, env, "accepted", None, now)
+            return True
         try:
             with self.db.transaction(exclusive=False) as tx:
                 if channel == "door" and not tx.all(
@@ -433,16 +454,7 @@ class DoorStore:
                         "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
                         (env["messageId"], now)):
                     return False
-                if not tx.all(
-                        "INSERT INTO inbox (sender, message_id, context_id, text, sent, "
-                        "received, verified, sig, via, channel, reply_to, relay, reply, wba) "
-                        "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?) "
-                        "ON CONFLICT (sender, message_id) DO NOTHING RETURNING id",
-                        (env["from"], env["messageId"], env["contextId"], env["text"],
-                         env["timestamp"], now, env["sig"],
-                         "direct" if channel == "door" else channel, channel,
-                         env.get("replyTo"), env.get("relay"), env.get("reply"),
-                         env.get("wba"))):
+                if not tx.all(_INBOX_INSERT, row):
                     raise _Replayed
                 self._after_receipt(tx, env, "accepted", None, now)
         except _Replayed:
@@ -513,7 +525,7 @@ class DoorStore:
         return looked, [self.accept(env, now) if done is None else done
                         for (env, now), done in zip(accepts, accepted, strict=True)]
 
-    def _after_receipt(self, tx: Tx, env: dict[str, Any], outcome: str,
+    def _after_receipt(self, tx: Tx | Database, env: dict[str, Any], outcome: str,
                        request_id: str | None, now: int) -> None:
         if env.get("relay"):
             tx.execute("INSERT INTO peers (did, relay, updated) VALUES (?, ?, ?) "
@@ -792,6 +804,17 @@ class DoorStore:
                               (message_id, message_id))
         return self.received(str(row[0]), message_id) if row else None
 
+    def deposits_seen(self, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these ``(sender, deposit id)`` are committed already (a listen answer's
+        redeliveries): one statement per 100, each pair found through the unique index."""
+        found: set[tuple[str, str]] = set()
+        for start in range(0, len(pairs), _SEEN_CHUNK):
+            chunk = pairs[start:start + _SEEN_CHUNK]
+            params: list[str | None] = [value for pair in chunk for value in pair]
+            params += [None] * (2 * (_SEEN_CHUNK - len(chunk)))  # NULL matches nothing
+            found.update((str(s), str(d)) for s, d in self.db.all(_SEEN_SQL, params))
+        return found
+
     def deposit_seen(self, sender: str, deposit_id: str) -> bool:
         row = self.db.one("SELECT 1 FROM relayed WHERE sender=? AND deposit_id=?",
                               (sender, deposit_id))
@@ -870,11 +893,11 @@ class DoorStore:
         turn-check commits a listen answer's messages in one transaction, then acks)."""
         outer = self.db
         with outer.batch() as inner:
-            self.db = inner
+            self.db, self._batched = inner, True
             try:
                 yield
             finally:
-                self.db = outer
+                self.db, self._batched = outer, False
 
     def conversation(self, *, peer: str | None = None, context: str | None = None
                      ) -> list[dict[str, Any]]:

@@ -74,7 +74,8 @@ class TurnCheck:
         self.claimant = claimant if claimant is not None else this_process()
         self.at = at  # the kill points' test seam (see the module's text)
 
-    def _one(self, item: Waiting, now: int) -> str:
+    def _one(self, item: Waiting, now: int, seen: set[tuple[str, str]]) -> str:
+        from muretai_cli.db import Conflict, DatabaseUnavailable
         from muretai_cli.inbox.relayed import receive
 
         if item.problem is not None or item.sender is None or item.id is None:
@@ -83,10 +84,15 @@ class TurnCheck:
                                       "the relay listed an item without its fields", now)
             return "refused"
         assert item.from_enc is not None and item.blob is not None
+        if (item.sender, item.id) in seen:  # committed before, or listed twice in one answer
+            return "duplicate"
+        seen.add((item.sender, item.id))
         try:
             return receive(self.store, self.key, self.policy, deposit_id=item.id,
                            sender=item.sender, from_enc=item.from_enc, blob=item.blob,
-                           now=now).outcome
+                           now=now, seen=False).outcome
+        except (DatabaseUnavailable, Conflict):
+            raise  # the whole answer rolls back, nothing is acked: the relay gives it again
         except MuretaiError as exc:  # pragma: no cover - receive is total on its input
             self.store.record_refused(item.sender, item.id, exc.code, exc.detail[:200], now)
             return "refused"
@@ -101,8 +107,11 @@ class TurnCheck:
         now = int(self.clock())
         ids: list[str] = []
         with self.store.batch():
+            seen = self.store.deposits_seen(sorted(
+                {(i.sender, i.id) for i in answer.items
+                 if i.problem is None and i.sender is not None and i.id is not None}))
             for item in answer.items:
-                done.add(self._one(item, now))
+                done.add(self._one(item, now, seen))
                 if item.id is not None:
                     ids.append(item.id)
             self.at("processed")
