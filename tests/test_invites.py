@@ -156,6 +156,32 @@ def test_a_blocked_sender_stays_blocked_and_spends_nothing() -> None:
     assert _state(ines, jo)[2] == [(card["nonce"], 0)]
 
 
+def test_a_claim_is_one_transaction_spend_contact_and_allowed_sender(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a failure at the last write (making the joiner an allowed sender) undoes the spend and
+    # the contact too: a claim never leaves a contact that is not an allowed sender
+    ines, jo = _key("ines"), _key("jo")
+    card = _issue(ines)
+    before = _state(ines, jo)
+
+    def broken_log(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("disk gone")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(DoorStore, "_log", broken_log)
+        store = _store(ines)
+        with pytest.raises(RuntimeError):
+            process_claim(_claim(jo, card), me=ines.did, store=store, now=int(time.time()))
+        store.close()
+    assert _state(ines, jo) == before
+    store = _store(ines)     # and the same claim, retried, goes through whole
+    assert process_claim(_claim(jo, card), me=ines.did, store=store,
+                         now=int(time.time())).new_contact
+    store.close()
+    contact, status, invites = _state(ines, jo)
+    assert contact is not None and status == "allowed" and invites == [(card["nonce"], 1)]
+
+
 def test_two_claims_racing_for_the_last_use_one_wins(backend: str) -> None:
     from tests.store_helpers import door_store
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.artifacts.invite import Claim, accept_claim
-from muretai_cli.errors import Refused
 from muretai_cli.inbox.invites import Contact, InviteStore
 
 if TYPE_CHECKING:
@@ -38,24 +37,21 @@ def process_claim(obj: object, *, me: str, store: DoorStore, now: int,
     """Honour a claim for the identity ``me`` or raise ``Refused`` having changed nothing.
 
     Nothing is read from the store before the signature verified; ``rate`` (the door's
-    per-sender limit) is then charged to the signer. A sender the owner blocked stays
-    blocked: the claim is refused (``blocked``) before its nonce is spent.
+    per-sender limit) is then charged to the signer. Then one transaction: a sender the
+    owner blocked stays blocked (``blocked``, nothing spent), the nonce is spent, the
+    joiner recorded as a contact and made an allowed sender; all of it or none.
     """
     outcome: list[bool] = []
 
     def spend(claim: Claim) -> None:
         if rate is not None:
             rate(claim.from_did)
-        invites = InviteStore(store.db)
-        if store.sender_status(claim.from_did) == "blocked":
-            raise Refused("blocked", "the owner blocked this sender")
         joiner = Contact(claim.from_did, claim.name, claim.relay, claim.enc_pub, claim.url,
                          now, "claimed-invite")
-        outcome.append(invites.redeem(claim.nonce, joiner, now))
+        outcome.append(InviteStore(store.db).redeem(
+            claim.nonce, joiner, now, admit=lambda tx: store.admit_joiner(tx, joiner.did, now)))
 
     claim = accept_claim(obj, inviter_did=me, now=now, spend=spend)
-    if store.sender_status(claim.from_did) not in ("allowed", "approved"):
-        store.set_sender(claim.from_did, "allowed", now)
     return Joined(claim, outcome[0])
 
 

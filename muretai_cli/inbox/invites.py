@@ -15,6 +15,7 @@ both win. A contact is inserted, never overwritten: a claim never changes the re
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,12 +123,16 @@ class InviteStore:
                              hint="list them with `muretai invite list --as NAME`")
         return self._of(row)
 
-    def redeem(self, nonce: str, joiner: Contact, now: int) -> bool:
-        """Spend one use of ``nonce`` for ``joiner`` and record the joiner as a contact, in
-        one exclusive transaction; returns whether the contact is new. A joiner claiming the
-        same invite again spends nothing more. ``Refused``: ``unknown-nonce``,
-        ``revoked-invite``, ``expired-invite``, ``invite-used-up``."""
+    def redeem(self, nonce: str, joiner: Contact, now: int,
+               admit: Callable[[Tx], None] | None = None) -> bool:
+        """Spend one use of ``nonce`` for ``joiner``, record the joiner as a contact and run
+        ``admit`` (the door store's ``admit_joiner``: blocked, or now an allowed sender), all
+        in one exclusive transaction; returns whether the contact is new. A joiner claiming
+        the same invite again spends nothing more. ``Refused``: what ``admit`` raises, then
+        ``unknown-nonce``, ``revoked-invite``, ``expired-invite``, ``invite-used-up``."""
         with self.db.transaction() as tx:
+            if admit is not None:
+                admit(tx)
             spend_use(tx, INVITE_USES, nonce, joiner.did, now)
             return self._insert_contact(tx, joiner)
 

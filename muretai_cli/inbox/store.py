@@ -658,6 +658,17 @@ class DoorStore:
             raise InputError("already-decided", f"request {request_id} was already {row[8]}")
         return tuple(row)
 
+    def admit_joiner(self, tx: Tx, did: str, now: int) -> None:
+        """Inside the transaction that spends an invite's use (``InviteStore.redeem``): a
+        sender the owner blocked stays blocked (``Refused`` ``blocked``, which rolls the spend
+        back); anyone else becomes an allowed sender, unless already allowed or approved."""
+        status = self._status(tx, did)
+        if status == "blocked":
+            raise Refused("blocked", "the owner blocked this sender")
+        if status not in ("allowed", "approved"):
+            self._set_sender(tx, did, "allowed", now)
+            self._log(tx, now, "allow", did)
+
     def _set_sender(self, tx: Tx, did: str, status: str, now: int) -> None:
         tx.execute("INSERT INTO senders (did, status, since) VALUES (?, ?, ?) "
                    "ON CONFLICT (did) DO UPDATE SET status=excluded.status, "
