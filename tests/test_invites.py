@@ -407,6 +407,36 @@ def test_a_relayed_claim_must_be_deposited_by_its_signer() -> None:
     assert _state(ines, jo)[1] == "allowed"
 
 
+def test_a_relayed_claim_meeting_a_database_failure_is_raised_not_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # recorded as refused it would be acknowledged and gone from the relay for good
+    from muretai_cli.db import DatabaseUnavailable
+    from muretai_cli.inbox import invites
+    from muretai_cli.inbox.relayed import receive
+    from muretai_cli.seam import canonical_bytes, seal_box
+
+    ines, jo = _key("ines"), _key("jo")
+    card = _issue(ines)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "onboard/claim",
+               "params": _claim(jo, card)}
+
+    def gone(*args: Any, **kwargs: Any) -> None:
+        raise DatabaseUnavailable("database-unavailable", "the disk went away")
+
+    store = _store(ines)
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(invites, "spend_use", gone)
+            with pytest.raises(DatabaseUnavailable):
+                receive(store, ines, "quarantine", deposit_id="d1", sender=jo.did,
+                        from_enc=jo.enc_pub, now=int(time.time()),
+                        blob=seal_box(jo, ines.enc_pub, canonical_bytes(request), ad=b""))
+        assert not store.deposit_seen(jo.did, "d1")      # nothing recorded: given again
+    finally:
+        store.close()
+    assert _state(ines, jo)[:2] == (None, None)
+
+
 def test_a_sqlite_file_whose_invite_tables_came_first_upgrades_in_place(tmp_path: Any) -> None:
     # the release before kept the invite tables apart (created on first use): a file at
     # door version 4 that already holds them reaches the latest version with its invites intact

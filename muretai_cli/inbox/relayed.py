@@ -72,7 +72,10 @@ class ClaimDeposit(Exception):
 
 def _claim(store: DoorStore, key: SigningKey, params: dict[str, Any], *, sender: str,
            deposit_id: str, now: int) -> Received:
-    """A relayed claim: the signer must be the depositor; then the door's own claim rules."""
+    """A relayed claim: the signer must be the depositor; then the door's own claim rules.
+    A database failure is raised, not recorded as a refusal (the claim would be acked and
+    lost): the relay gives it again."""
+    from muretai_cli.db import DatabaseUnavailable
     from muretai_cli.inbox.claims import process_claim
 
     try:
@@ -84,6 +87,8 @@ def _claim(store: DoorStore, key: SigningKey, params: dict[str, Any], *, sender:
     except NotForUs as exc:
         store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
         return Received("refused", exc.reason, exc.detail)
+    except DatabaseUnavailable:
+        raise
     except MuretaiError as exc:
         store.record_refused(sender, deposit_id, exc.code, exc.detail[:200], now)
         return Received("refused", exc.code, exc.detail[:200])
