@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -135,3 +136,41 @@ def test_a_message_the_database_refuses_fails_alone_not_its_batch(door: Door) ->
                               send_request(sender, door.did, "after")])
     assert [outcome(a) for a in answers] == ["accepted", "-32603", "accepted"]
     assert inbox_texts(door) == ["after", "before"]
+
+
+def test_batches_racing_in_two_processes_over_the_same_ids_never_deadlock(pg_url: str) -> None:
+    """Two processes' batches holding the same messageIds in opposite orders: rows are
+    written in messageId order, so each waits for the other at most once, never in a
+    circle (PostgreSQL would abort one as a deadlock: a 503 for a whole batch)."""
+    did = SigningKey.generate().did
+    stores = [door_store(did, pg_url) for _ in range(2)]
+    gate = threading.Barrier(2)
+    outcomes: list[list[bool] | BaseException] = [[], []]
+
+    def run(i: int) -> None:
+        ids = [f"m-{n:03d}" for n in range(40)]
+        batch = [(env(mid, f"from {i}"), NOW) for mid in (ids if i == 0 else ids[::-1])]
+        gate.wait()
+        try:
+            outcomes[i] = stores[i].lookup_and_accept([], batch)[1]
+        except BaseException as exc:
+            outcomes[i] = exc
+
+    try:
+        for _ in range(3):
+            threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            first, second = outcomes
+            assert isinstance(first, list) and isinstance(second, list), outcomes
+            # every id accepted exactly once, by one process or the other
+            assert [a + b for a, b in zip(first, second[::-1], strict=True)] == [1] * 40
+            did = SigningKey.generate().did
+            for store in stores:
+                store.close()
+            stores = [door_store(did, pg_url) for _ in range(2)]
+    finally:
+        for store in stores:
+            store.close()
