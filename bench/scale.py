@@ -10,7 +10,7 @@ door runs as always (WAL, synchronous=NORMAL). One machine cannot show horizonta
 the load client shares its cores with the servers; the ratios are the point.
 
     python bench/scale.py [--messages 4000] [--clients 16] [--senders 400] [--rounds 3]
-                          [--no-relay] [--pg-async]
+                          [--no-relay] [--sqlite-durable] [--pg-async]
 
 Prints lines on stderr and one JSON line on stdout.
 """
@@ -124,7 +124,8 @@ def muretai(env: dict[str, str], *args: str) -> None:
 
 
 def run_case(label: str, *, db: str | None, workers: int, pg_pid: int | None,
-             args: argparse.Namespace, relay: bool = False) -> dict[str, object]:
+             args: argparse.Namespace, relay: bool = False,
+             durable: bool = False) -> dict[str, object]:
     home = tempfile.mkdtemp(prefix="muretai-scale-")
     env = {**os.environ, "MURETAI_HOME": home}
     extra = ["--db", db] if db else []
@@ -143,7 +144,7 @@ def run_case(label: str, *, db: str | None, workers: int, pg_pid: int | None,
             muretai(env, "db", "init", "--as", "door", *extra)
         command = ["serve", "--as", "door", "--url", "http://127.0.0.1", "--port", "0",
                    "--dm-policy", "open", "--rate-per-sender", "0", "--rate-total", "0",
-                   "--workers", str(workers)]
+                   "--workers", str(workers), *(["--durable"] if durable else [])]
     proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", *command, *extra],
                             env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             cwd=ROOT)
@@ -240,6 +241,9 @@ def main() -> None:
     parser.add_argument("--no-relay", action="store_true", help="doors only")
     parser.add_argument("--threads", action="store_true",
                         help="the old load client: a thread per connection")
+    parser.add_argument("--sqlite-durable", action="store_true",
+                        help="also one SQLite door with serve --durable (an fsync per commit, "
+                             "as PostgreSQL's defaults)")
     parser.add_argument("--pg-async", action="store_true",
                         help="also two workers on PostgreSQL with synchronous_commit=off")
     parser.add_argument("--rounds", type=int, default=1,
@@ -252,6 +256,8 @@ def main() -> None:
         ("1 process, SQLite", None, 1, None, False),
         ("1 process, PostgreSQL", url, 1, pg_pid, False),
         ("2 processes, PostgreSQL", url, 2, pg_pid, False)]
+    if args.sqlite_durable:
+        cases.append(("1 process, SQLite --durable", None, 1, None, False))
     if not args.no_relay:
         cases += [("relay: 1 process, SQLite", None, 1, None, True),
                   ("relay: 1 process, PostgreSQL", url, 1, pg_pid, True),
@@ -264,7 +270,8 @@ def main() -> None:
                       file=sys.stderr)
             for label, db, workers, pid, relay in cases:
                 runs[label].append(run_case(label, db=db, workers=workers, pg_pid=pid,
-                                            args=args, relay=relay))
+                                            args=args, relay=relay,
+                                            durable=label.endswith("--durable")))
     finally:
         stop_pg(env)
     if args.pg_async:

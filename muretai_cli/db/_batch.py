@@ -29,9 +29,10 @@ R = TypeVar("R")
 
 MAX_BATCH = 256  # items handed to one ``run`` at most (a bound on one statement's size)
 # Turns of the event loop a batch keeps gathering before it goes to the worker: requests whose
-# bytes arrived meanwhile reach their store call and join it (fewer, larger batches: measured
-# 10-15% less CPU per message on two door processes than handing over at once). An idle
-# loop's turns take microseconds, so a lone request is not held back.
+# bytes arrived meanwhile reach their store call and join it (fewer, larger batches: in A/B
+# runs of two door processes on this shared machine, some 10 % less CPU per message than
+# handing over at once, and 6 turns no better than 2; noisy). An idle loop's turns take
+# microseconds, so a lone request is not held back.
 GATHER_TURNS = 2
 
 
