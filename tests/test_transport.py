@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import select
 import socket
 import threading
 import time
@@ -72,11 +73,28 @@ def _closed_within(conn: socket.socket, seconds: float) -> bytes | None:
     return data
 
 
+def _wait_until_closed(conns: list[socket.socket], count: int, within: float = 10) -> None:
+    """Wait (on the sockets, not a clock) until the server has closed ``count`` of ``conns``."""
+    closed: set[int] = set()
+    deadline = time.monotonic() + within
+    while len(closed) < count:
+        left = deadline - time.monotonic()
+        assert left > 0, f"only {len(closed)} of {count} sockets were closed"
+        ready, _, _ = select.select([c for i, c in enumerate(conns) if i not in closed],
+                                    [], [], left)
+        for conn in ready:
+            if _closed_within(conn, 0.5) is not None:
+                closed.add(conns.index(conn))
+
+
 @pytest.mark.parametrize("http", PROTOCOLS)
 def test_idle_connections_at_the_limit_do_not_refuse_a_signed_message(http: str) -> None:
     with live_door("open", http=http, max_connections=20, max_per_client=0) as door:
         idle = [_connect(door.origin) for _ in range(40)]  # twice the limit, all silent
         try:
+            # the door has taken in every one of them (20 are closed: refused or evicted),
+            # then its oldest admitted socket has been idle long enough to be evicted
+            _wait_until_closed(idle, 20)
             time.sleep(EVICT_IDLE_AFTER + 0.1)
             doc = door.rpc(send_request(SigningKey.generate(), door.did))
             assert doc["_status"] == 200 and "result" in doc, doc
