@@ -326,3 +326,14 @@ def test_internal_fault_is_32603_without_internals(door: Live, alice: SigningKey
     assert resp.json() == {"jsonrpc": "2.0", "id": "x-1",
                            "error": {"code": -32603, "message": "Internal error"}}
     assert "secret" not in resp.text and "Traceback" not in resp.text
+
+
+def test_a_nul_character_anywhere_is_refused_before_the_store(door: Live,
+                                                             alice: SigningKey) -> None:
+    # the same verdict on every backend (PostgreSQL cannot store one), with nothing stored
+    doc = door.rpc(send_request(alice, door.did, "a \u0000 inside"))
+    assert code_of(doc) == -32600 and doc["error"]["data"]["reason"] == "nul-character", doc
+    # an escaped backslash before "u0000" is text, not a NUL
+    doc = door.rpc(send_request(alice, door.did, "a \\u0000 is six characters"))
+    assert doc["_status"] == 200 and "result" in doc, doc
+    assert inbox_count(door) == 1

@@ -129,10 +129,19 @@ def test_a_batch_whose_commit_fails_is_503_for_every_request_and_commits_nothing
     assert inbox_texts(door) == ["batch 0", "batch 1", "batch 2"]
 
 
-def test_a_message_the_database_refuses_fails_alone_not_its_batch(door: Door) -> None:
+def test_a_message_the_database_refuses_fails_alone_not_its_batch(
+        door: Door, pg_url: str) -> None:
+    schema = door_namespace(door.did)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        # a value this database refuses (as it would one its types cannot hold)
+        conn.execute(f'''CREATE FUNCTION "{schema}".refuse() RETURNS trigger LANGUAGE plpgsql
+            AS $$ BEGIN IF NEW.text = 'refused here' THEN RAISE EXCEPTION 'no'; END IF;
+            RETURN NEW; END $$''')
+        conn.execute(f'CREATE TRIGGER refuse BEFORE INSERT ON "{schema}".inbox '
+                     f'FOR EACH ROW EXECUTE FUNCTION "{schema}".refuse()')
     sender = SigningKey.generate()
     answers = together(door, [send_request(sender, door.did, "before"),
-                              send_request(sender, door.did, "NUL \u0000 inside"),
+                              send_request(sender, door.did, "refused here"),
                               send_request(sender, door.did, "after")])
     assert [outcome(a) for a in answers] == ["accepted", "-32603", "accepted"]
     assert inbox_texts(door) == ["after", "before"]

@@ -132,3 +132,25 @@ def test_a_second_turn_check_supersedes_the_first(tmp_path: Any) -> None:
                 first.kill()
         assert first.returncode == 4, (out, err)
         assert json.loads(out)["error"] == "superseded"
+
+
+def test_a_nul_character_is_refused_and_the_drain_goes_on_on_postgresql(pg_url: str) -> None:
+    """PostgreSQL cannot store a NUL in a text: without the ladder's rule such a deposit
+    raised from the store, was never acknowledged, and stopped every later turn-check."""
+    lying = LyingRelay()
+    with serve_asgi(lying.app()) as url:
+        new_identity("me")
+        assert run("id", "relay", "me", url).exit_code == 0
+        assert run("db", "init", "--as", "me", "--db", pg_url).exit_code == 0
+        assert run("op", "--as", "me", "policy", "open", "--db", pg_url).exit_code == 0
+        me = KeyStore(keys_dir()).load("me").signing_key()
+        alice = SigningKey.generate()
+        lying.listen = {"more": False, "messages": [
+            deposit(alice, me, "d-nul", text="a \u0000 inside"),
+            deposit(alice, me, "d-next", text="the next one")]}
+        code, doc = turn("--db", pg_url)
+        assert code == 0, doc
+        assert [m["text"] for m in doc["messages"]] == ["the next one"]
+        assert [(r["depositId"], r["reason"]["code"]) for r in doc["refused"]] == [
+            ("d-nul", "nul-character")]
+        assert sorted(lying.acked) == ["d-next", "d-nul"]

@@ -8,6 +8,7 @@ written back to a stranger as it is.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from muretai_cli.artifacts.message import text_of_parts
@@ -73,8 +74,18 @@ def safe_id(value: object) -> str | int | float | None:
 
 
 # -- rung 2: the parse boundary --------------------------------------------------------
+# a NUL character in a JSON string is always written as the escape \u0000 (a raw control
+# byte does not parse); the escape counts only after an even run of backslashes
+_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
 def parse_request(raw: bytes) -> dict[str, Any]:
-    """Bytes to a JSON object through the seam's parse boundary; HTTP 400 otherwise."""
+    """Bytes to a JSON object through the seam's parse boundary; HTTP 400 otherwise.
+
+    A request holding a NUL character in any string is refused here (``nul-character``), for
+    the door and for turn-check alike: PostgreSQL cannot store one in a text, and a refusal
+    that depended on the store would differ between the backends (or fail a whole batch, or
+    leave a relayed message that could never be taken in)."""
     from muretai_cli.seam import parse_document
 
     try:
@@ -83,6 +94,8 @@ def parse_request(raw: bytes) -> dict[str, Any]:
         raise RpcError(-32700, exc.code, status=400) from None
     if not isinstance(doc, dict):
         raise RpcError(-32600, "not-an-object", status=400)
+    if b"\\u0000" in raw and _NUL_ESCAPE.search(raw):
+        raise RpcError(-32600, "nul-character")
     return doc
 
 
