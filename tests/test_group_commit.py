@@ -183,3 +183,53 @@ def test_batches_racing_in_two_processes_over_the_same_ids_never_deadlock(pg_url
     finally:
         for store in stores:
             store.close()
+
+
+def test_a_batch_of_rate_counts_admits_as_one_at_a_time_would(backend: str) -> None:
+    """``take_rates`` (one transaction per batch on PostgreSQL) gives each request the
+    answer ``take_rate`` would give it in turn: a request counts against every bucket or
+    none, and the counts it leaves are exact."""
+    store: DoorStore = door_store(SigningKey.generate().did, backend)
+    try:
+        now = 6_000_000  # the start of a window
+        a, b = ("a", 2), ("b", 2)
+        total = ("*", 3)
+        items = [([a, total], now), ([a, total], now), ([a, total], now + 1),
+                 ([b, total], now + 2), ([b, total], now + 3), ([total], now + 4)]
+        assert store.take_rates(items) == [0, 0, 59, 0, 57, 56]
+        counts = dict(store.db.all("SELECT bucket, used FROM rate"))
+        assert counts == {"a": 2, "b": 1, "*": 3}
+        # the next window starts again, and a later batch sees what this one counted
+        assert store.take_rates([([a, total], now + 60), ([a, total], now + 5)]) == [0, 55]
+    finally:
+        store.close()
+
+
+def test_rate_counts_of_two_processes_add_up_exactly(pg_url: str) -> None:
+    """Two processes' batches over the same buckets, racing: exactly the limit admitted,
+    never a deadlock (the buckets are locked in one order)."""
+    did = SigningKey.generate().did
+    stores = [door_store(did, pg_url) for _ in range(2)]
+    gate = threading.Barrier(2)
+    waits: list[list[int]] = [[], []]
+
+    def run(i: int) -> None:
+        senders = [f"s{n:02d}" for n in range(30)]
+        order = senders if i == 0 else senders[::-1]
+        gate.wait()
+        for chunk in range(0, 30, 5):
+            waits[i] += stores[i].take_rates(
+                [([(s, 1), ("*", 40)], 6_000_000) for s in order[chunk:chunk + 5]])
+
+    try:
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        admitted = sum(w == 0 for ws in waits for w in ws)
+        assert admitted == 30  # each sender once (its bucket holds 1), under the total's 40
+        assert dict(stores[0].db.all("SELECT bucket, used FROM rate"))["*"] == 30
+    finally:
+        for store in stores:
+            store.close()

@@ -117,10 +117,14 @@ class SharedRateLimits:
         self.per_sender = per_sender
         self.total_rate = total
 
+    def limits(self, sender: str) -> list[tuple[str, int]]:
+        """The ``(bucket, per_minute)`` a request from ``sender`` counts against."""
+        return [(key, n) for key, n in ((sender, self.per_sender), (self.TOTAL,
+                                                                   self.total_rate)) if n > 0]
+
     def check(self, sender: str, now: float) -> int:
         """0 if allowed (and counted), else whole seconds to wait (for ``Retry-After``)."""
-        limits = [(key, n) for key, n in ((sender, self.per_sender), (self.TOTAL,
-                                                                      self.total_rate)) if n > 0]
+        limits = self.limits(sender)
         return self.store.take_rate(limits, int(now)) if limits else 0
 
 
@@ -137,6 +141,10 @@ class InPlace:
 
     async def accept(self, store: DoorStore, env: dict[str, Any], now: int) -> bool:
         return store.accept(env, now)
+
+    async def take_rate(self, store: DoorStore, limits: list[tuple[str, int]], now: int
+                        ) -> int:
+        return store.take_rate(limits, now)
 
     async def call(self, work: Callable[[], T]) -> T:
         return work()
@@ -161,6 +169,9 @@ class Grouped(InPlace):
         self.store = store
         self.batches: Batcher[Lookup | Accept, tuple[bool, str | None]] = Batcher(
             self._run, name="door-commits")
+        # shared rate counts: one transaction per batch of requests (DoorStore.take_rates)
+        self.rates: Batcher[tuple[list[tuple[str, int]], int], int] = Batcher(
+            store.take_rates, name="door-rates")
 
     def _run(self, items: list[Lookup | Accept]) -> list[tuple[bool, str | None]]:
         """A batch's results in its order: a lookup's (seen, status), an accept's
@@ -180,11 +191,16 @@ class Grouped(InPlace):
             return await self.call(lambda: store.accept(env, now))
         return (await self.batches.submit((env, now)))[0]
 
+    async def take_rate(self, store: DoorStore, limits: list[tuple[str, int]], now: int
+                        ) -> int:
+        return await self.rates.submit((limits, now))
+
     async def call(self, work: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.threads, work)
 
     def close(self) -> None:
         self.batches.close()
+        self.rates.close()
 
 
 def at_once(work: Coroutine[Any, Any, T]) -> T:
@@ -454,7 +470,10 @@ class Door:
                        code=err.code, reason=data.get("reason", err.reason), **found)
 
     def _rate(self, sender: str, now: float) -> None:
-        wait = self.rate.check(sender, now)
+        self._refuse_rate(self.rate.check(sender, now))
+
+    @staticmethod
+    def _refuse_rate(wait: int) -> None:
         if wait:
             raise RpcError(-32004, "rate-limited", status=429,
                            data={"reason": "rate-limited", "retryAfter": wait},
@@ -479,8 +498,9 @@ class Door:
             kept.setdefault("metadata", {})["recovered"] = True
             return kept, None
         ladder.signature(fields, env["sig"])
-        if self._rate_in_store:
-            await io.call(lambda: self._rate(fields["from"], self.clock()))
+        if isinstance(self.rate, SharedRateLimits) and self._rate_in_store:
+            limits = self.rate.limits(fields["from"])
+            self._refuse_rate(await io.take_rate(store, limits, int(self.clock())))
         else:
             self._rate(fields["from"], self.clock())
         fields["sig"] = env["sig"]
