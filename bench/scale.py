@@ -139,11 +139,12 @@ def run_case(label: str, *, db: str | None, workers: int, pg_pid: int | None,
             command += ["--workers", str(workers)]
     else:
         muretai(env, "id", "new", "door")
+        limit = "100000000" if args.rate_limits else "0"  # counted but never reached, or off
         door_did = json.loads(Path(home, "keys", "door.key").read_text())["did"]
         if db:
             muretai(env, "db", "init", "--as", "door", *extra)
         command = ["serve", "--as", "door", "--url", "http://127.0.0.1", "--port", "0",
-                   "--dm-policy", "open", "--rate-per-sender", "0", "--rate-total", "0",
+                   "--dm-policy", "open", "--rate-per-sender", limit, "--rate-total", limit,
                    "--workers", str(workers), *(["--durable"] if durable else [])]
     proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", *command, *extra],
                             env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
@@ -239,6 +240,9 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=400)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--no-relay", action="store_true", help="doors only")
+    parser.add_argument("--rate-limits", action="store_true",
+                        help="doors count both rate limits (set too high to refuse anything): "
+                             "in memory on SQLite, in the database on PostgreSQL")
     parser.add_argument("--threads", action="store_true",
                         help="the old load client: a thread per connection")
     parser.add_argument("--sqlite-durable", action="store_true",
