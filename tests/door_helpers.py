@@ -150,11 +150,19 @@ def local_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0
         door.store.close()
 
 
+def raw_socket(origin: str, *, timeout: float = 5.0, source: str | None = None
+               ) -> socket.socket:
+    """A plain TCP connection to a server under test (``http://host:port``), optionally
+    from another loopback ``source`` address."""
+    host, port = origin.split("//", 1)[1].rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=timeout,
+                                    source_address=(source, 0) if source else None)
+
+
 def raw_exchange(origin: str, data: bytes, *, wait: float = 5.0,
                  then: bytes | None = None) -> bytes:
     """Write raw bytes to the door and read until it closes (or ``wait`` passes)."""
-    host, port = origin.split("//", 1)[1].rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=wait) as s:
+    with raw_socket(origin, timeout=wait) as s:
         s.sendall(data)
         if then is not None:
             s.sendall(then)

@@ -12,7 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from muretai_cli.seam import SigningKey
-from tests.door_helpers import live_door, raw_exchange, refusal_of, send_request, status_of
+from tests.door_helpers import (
+    live_door,
+    raw_exchange,
+    raw_socket,
+    refusal_of,
+    send_request,
+    status_of,
+)
 
 try:
     import httptools  # noqa: F401
@@ -42,8 +49,7 @@ def test_slow_headers_and_body_get_408(http: str) -> None:
 @each_protocol
 def test_one_deadline_covers_headers_and_body(http: str) -> None:
     with live_door("open", slow=1.0, http=http) as door:
-        host, port = door.origin.split("//")[1].split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as s:
+        with raw_socket(door.origin) as s:
             started = time.monotonic()
             s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\n")
             time.sleep(0.7)
@@ -55,24 +61,22 @@ def test_one_deadline_covers_headers_and_body(http: str) -> None:
 
 @each_protocol
 def test_trickled_body_cannot_hold_a_worker(http: str) -> None:
-    with live_door("open", slow=0.8, http=http) as door:
-        host, port = door.origin.split("//")[1].split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as s:
-            s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
-            answer = b""
-            for _ in range(40):
-                try:
-                    s.sendall(b" ")
-                except OSError:
-                    break
-                s.settimeout(0.1)
-                try:
-                    answer += s.recv(4096)
-                except TimeoutError:
-                    continue
-                if answer:
-                    break
-            assert answer.startswith(b"HTTP/1.1 408")
+    with live_door("open", slow=0.8, http=http) as door, raw_socket(door.origin) as s:
+        s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+        answer = b""
+        for _ in range(40):
+            try:
+                s.sendall(b" ")
+            except OSError:
+                break
+            s.settimeout(0.1)
+            try:
+                answer += s.recv(4096)
+            except TimeoutError:
+                continue
+            if answer:
+                break
+        assert answer.startswith(b"HTTP/1.1 408")
 
 
 @each_protocol
@@ -101,8 +105,7 @@ def test_pipelined_requests_each_get_their_answer(http: str) -> None:
         for i in range(3):
             body = json.dumps(send_request(alice, door.did, f"p{i}")).encode()
             raw += b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body
-        host, port = door.origin.split("//")[1].split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as s:
+        with raw_socket(door.origin) as s:
             s.sendall(raw)
             data = b""
             while data.count(b'"result"') < 3:
@@ -227,9 +230,8 @@ def test_a_body_left_unread_by_an_early_answer_is_never_read_as_a_request(http: 
     # pieces, followed by a pipelined request. The body's bytes must never be parsed as a
     # request head: the next request gets its own answer, or the connection closes.
     with live_door("open", http=http) as door:
-        host, port = door.origin.split("//")[1].split(":")
         body = b"x" * 200_000
-        with socket.create_connection((host, int(port)), timeout=5) as s:
+        with raw_socket(door.origin) as s:
             s.sendall(b"POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
                       % len(body) + body[:1000])
             first = _answers(s, 1)
@@ -251,23 +253,21 @@ def test_a_body_left_unread_by_an_early_answer_is_never_read_as_a_request(http: 
 
 @each_protocol
 def test_an_unread_body_trickling_after_an_early_answer_is_cut_at_the_deadline(http: str) -> None:
-    with live_door("open", slow=0.8, http=http) as door:
-        host, port = door.origin.split("//")[1].split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as s:
-            started = time.monotonic()
-            s.sendall(b"POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nxx")
-            assert status_of(_answers(s, 1)[0]) == 404
-            s.settimeout(0.1)
-            closed = False
-            while not closed and time.monotonic() - started < 4:
-                try:
-                    s.sendall(b"x")
-                    closed = s.recv(4096) == b""
-                except TimeoutError:
-                    continue
-                except OSError:
-                    closed = True
-            assert closed and time.monotonic() - started < 2.5, time.monotonic() - started
+    with live_door("open", slow=0.8, http=http) as door, raw_socket(door.origin) as s:
+        started = time.monotonic()
+        s.sendall(b"POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nxx")
+        assert status_of(_answers(s, 1)[0]) == 404
+        s.settimeout(0.1)
+        closed = False
+        while not closed and time.monotonic() - started < 4:
+            try:
+                s.sendall(b"x")
+                closed = s.recv(4096) == b""
+            except TimeoutError:
+                continue
+            except OSError:
+                closed = True
+        assert closed and time.monotonic() - started < 2.5, time.monotonic() - started
 
 
 def test_malformed_requests_on_h11_log_no_traceback(caplog: pytest.LogCaptureFixture) -> None:
@@ -289,8 +289,7 @@ def test_a_pipelined_request_whose_body_arrives_after_the_first_answer(http: str
         alice = SigningKey.generate()
         first = json.dumps(send_request(alice, door.did, "short")).encode()
         second = json.dumps(send_request(alice, door.did, "y" * 40_000)).encode()
-        host, port = door.origin.split("//")[1].split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as s:
+        with raw_socket(door.origin) as s:
             s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(first)
                       + first + b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
                       % len(second) + second[:100])

@@ -13,7 +13,7 @@ import pytest
 
 from muretai_cli.seam import SigningKey
 from muretai_cli.transport.server import EVICT_IDLE_AFTER
-from tests.door_helpers import live_door, send_request
+from tests.door_helpers import live_door, raw_socket, send_request
 
 try:
     import httptools  # noqa: F401
@@ -50,13 +50,8 @@ def test_transport_imports_nothing_of_the_project_but_itself() -> None:
 FLOOD = "127.0.0.2"  # the whole of 127/8 is loopback: the flood comes from another address
 
 
-def _addr(origin: str) -> tuple[str, int]:
-    host, port = origin.split("//", 1)[1].rsplit(":", 1)
-    return host, int(port)
-
-
 def _connect(origin: str, source: str = FLOOD) -> socket.socket:
-    return socket.create_connection(_addr(origin), timeout=5, source_address=(source, 0))
+    return raw_socket(origin, source=source)
 
 
 def _closed_within(conn: socket.socket, seconds: float) -> bytes | None:
