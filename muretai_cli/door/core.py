@@ -240,9 +240,6 @@ class Door:
         self.rate: RateLimits | SharedRateLimits = (
             SharedRateLimits(store, config.rate_per_sender, config.rate_total)
             if config.shared_rate else RateLimits(config.rate_per_sender, config.rate_total))
-        # rates counted in the store are a store call (off the loop); in memory they are not
-        self._rate_in_store = config.shared_rate and bool(config.rate_per_sender
-                                                          or config.rate_total)
         self.origin = config.url.origin
         self._card_rev: str | None = None
         self._card_bytes = b""
@@ -498,9 +495,10 @@ class Door:
             kept.setdefault("metadata", {})["recovered"] = True
             return kept, None
         ladder.signature(fields, env["sig"])
-        if isinstance(self.rate, SharedRateLimits) and self._rate_in_store:
+        if isinstance(self.rate, SharedRateLimits):  # counted in the store: a store call
             limits = self.rate.limits(fields["from"])
-            self._refuse_rate(await io.take_rate(store, limits, int(self.clock())))
+            if limits:
+                self._refuse_rate(await io.take_rate(store, limits, int(self.clock())))
         else:
             self._rate(fields["from"], self.clock())
         fields["sig"] = env["sig"]
