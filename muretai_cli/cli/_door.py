@@ -193,7 +193,7 @@ def serve(
     from muretai_cli.db import is_postgres_url
     from muretai_cli.door.app import build_app
     from muretai_cli.door.core import Door
-    from muretai_cli.transport.server import bind, bind_each, server_config
+    from muretai_cli.transport.server import bind_each, server_config
 
     # Open the store once here: a schema this program does not know stops the start now.
     store = open_store(ident, db, durable=durable)
@@ -207,7 +207,7 @@ def serve(
     if workers > 1:
         store.close()  # no pool threads may live in the parent when it forks
     try:
-        socks = bind_each(host, port, workers) if workers > 1 else [bind(host, port)]
+        socks = bind_each(host, port, workers)
     except OSError as exc:
         if workers == 1:
             store.close()

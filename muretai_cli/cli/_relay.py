@@ -111,10 +111,10 @@ def serve(
         store.close()  # no pool threads may live in the parent when it forks
     import uvicorn
 
-    from muretai_cli.transport.server import bind, bind_each, server_config
+    from muretai_cli.transport.server import bind_each, server_config
 
     try:
-        socks = bind_each(host, port, workers) if workers > 1 else [bind(host, port)]
+        socks = bind_each(host, port, workers)
     except OSError as exc:
         if workers == 1:
             store.close()

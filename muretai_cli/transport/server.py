@@ -467,7 +467,10 @@ def bind_each(host: str, port: int, count: int) -> list[socket.socket]:
     kernel spreads new connections over their queues by a hash of each connection's
     addresses. One socket shared by every worker would not: the worker that wakes first
     takes every connection waiting, so keep-alive clients that connect together all land
-    on one process. Port 0: the first socket picks the port, the others join it."""
+    on one process. Port 0: the first socket picks the port, the others join it. One
+    (a single process): a plain socket, which no other process can join."""
+    if count <= 1:
+        return [bind(host, port)]
     first = bind(host, port, shared=True)
     socks = [first]
     try:
