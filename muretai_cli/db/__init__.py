@@ -31,6 +31,7 @@ from muretai_cli.db._core import (
     Tx,
     Undecodable,
     damaged,
+    padded_chunks,
     render_ddl,
     to_format_style,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "damaged",
     "is_postgres_url",
     "open_database",
+    "padded_chunks",
     "redact",
     "render_ddl",
     "require",

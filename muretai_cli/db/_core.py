@@ -199,6 +199,15 @@ class _InTransaction(Database):
         self._outer.ensure_namespace()
 
 
+def padded_chunks(values: Sequence[Any], size: int) -> Iterator[list[Any]]:
+    """``values`` as the parameters of a statement written for exactly ``size`` of them
+    (one statement text, prepared once), ``size`` at a time: the last chunk is padded with
+    NULL, which an ``=`` or ``IN`` matches nothing against."""
+    for start in range(0, len(values), size):
+        chunk = list(values[start:start + size])
+        yield chunk + [None] * (size - len(chunk))
+
+
 @functools.lru_cache(maxsize=512)
 def to_format_style(sql: str) -> str:
     """``?`` placeholders to psycopg's ``%s`` (and a literal ``%`` to ``%%``), quotes respected."""

@@ -184,8 +184,8 @@ _SEEN_CHUNK = 100
 _SEEN_SQL = ("SELECT sender, deposit_id FROM relayed WHERE "  # noqa: S608 - only "?"s
              + " OR ".join(["(sender=? AND deposit_id=?)"] * _SEEN_CHUNK))
 # What turn-check has not shown yet, oldest first (through the index ``relayed_shown``).
-UNSHOWN = ("SELECT id, sender, deposit_id, message_id, outcome, reason, detail, request_id, at "
-           "FROM relayed WHERE shown=? ORDER BY id")
+_RELAYED_ITEM = "id, sender, deposit_id, message_id, outcome, reason, detail, request_id, at"
+UNSHOWN = f"SELECT {_RELAYED_ITEM} FROM relayed WHERE shown=? ORDER BY id"  # noqa: S608
 
 
 def doors_dir() -> Path:
@@ -856,11 +856,11 @@ class DoorStore:
     def deposits_seen(self, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of these ``(sender, deposit id)`` are committed already (a listen answer's
         redeliveries): one statement per 100, each pair found through the unique index."""
+        from muretai_cli.db import padded_chunks
+
         found: set[tuple[str, str]] = set()
-        for start in range(0, len(pairs), _SEEN_CHUNK):
-            chunk = pairs[start:start + _SEEN_CHUNK]
-            params: list[str | None] = [value for pair in chunk for value in pair]
-            params += [None] * (2 * (_SEEN_CHUNK - len(chunk)))  # NULL matches nothing
+        values = [value for pair in pairs for value in pair]
+        for params in padded_chunks(values, 2 * _SEEN_CHUNK):
             found.update((str(s), str(d)) for s, d in self.db.all(_SEEN_SQL, params))
         return found
 
@@ -928,9 +928,8 @@ class DoorStore:
         caller can name them. A live claimant's rows are left to it (it is printing them)."""
         with self.db.transaction() as tx:
             rows = [r for r in tx.all(
-                "SELECT id, sender, deposit_id, message_id, outcome, reason, detail, "
-                "request_id, at, claimant FROM relayed WHERE shown=? ORDER BY id", (SHOWING,))
-                if not alive(r[9])]
+                f"SELECT {_RELAYED_ITEM}, claimant FROM relayed WHERE shown=? "  # noqa: S608
+                "ORDER BY id", (SHOWING,)) if not alive(r[9])]
             for row in rows:
                 tx.execute("UPDATE relayed SET shown=? WHERE id=? AND shown=?",
                            (SHOWN, row[0], SHOWING))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from muretai_cli.db import Database, Schema, open_database, require, upgrade
+from muretai_cli.db import Database, Schema, open_database, padded_chunks, require, upgrade
 from muretai_cli.home import home_dir
 
 NAMESPACE = "relay"
@@ -129,9 +129,7 @@ class RelayStore:
             return 0
         deleted = 0
         with self.db.transaction(exclusive=False) as tx:
-            for start in range(0, len(ids), _ACK_CHUNK):  # one statement per 100 ids
-                chunk: list[str | None] = list(ids[start:start + _ACK_CHUNK])
-                chunk += [None] * (_ACK_CHUNK - len(chunk))  # NULL matches no id
+            for chunk in padded_chunks(ids, _ACK_CHUNK):  # one statement per 100 ids
                 deleted += max(tx.execute(_ACK_SQL, (did, *chunk)).rowcount, 0)
         return deleted
 
