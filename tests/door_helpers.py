@@ -106,14 +106,16 @@ def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
 def make_door(policy: str, url: str, *, name: str = "door", db: str | None = None,
               rate_per_sender: int = 0, rate_total: int = 0, slow: float = 10.0,
               wba_allow_private: bool = False, on_message: OnMessage | None = None,
-              on_event: Callable[[dict[str, Any]], None] | None = None) -> Door:
+              on_event: Callable[[dict[str, Any]], None] | None = None,
+              shared_rate: bool = False) -> Door:
     """A door for identity ``name`` (made on first use) publishing ``url``."""
     store_keys = KeyStore(keys_dir())
     ident = store_keys.load(name) if store_keys.path_of(name).exists() else store_keys.create(name)
     config = DoorConfig(name=name, url=parse_base_url(url),
                         policy=policy,  # type: ignore[arg-type]
                         rate_per_sender=rate_per_sender, rate_total=rate_total,
-                        slow_seconds=slow, wba_allow_private=wba_allow_private)
+                        slow_seconds=slow, wba_allow_private=wba_allow_private,
+                        shared_rate=shared_rate)
     if db:
         from tests.store_helpers import init_door_store
 

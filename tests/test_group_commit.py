@@ -66,23 +66,30 @@ def inbox_texts(door: Door) -> list[str]:
     return sorted(m["text"] for m in door.store.inbox(None))
 
 
-def env(mid: str, text: str) -> dict[str, Any]:
-    return {"from": "did:key:z6MkSender", "messageId": mid, "contextId": None, "text": text,
-            "timestamp": NOW, "sig": "s"}
+def env(mid: str, text: str, sender: str = "did:key:z6MkSender", **more: Any
+        ) -> dict[str, Any]:
+    return {"from": sender, "messageId": mid, "contextId": None, "text": text,
+            "timestamp": NOW, "sig": "s", **more}
+
+
+def accepted_of(results: list[tuple[bool, int]]) -> list[bool]:
+    """Whether each accept was accepted (asserting none was refused by a rate limit)."""
+    assert all(wait == 0 for _, wait in results), results
+    return [accepted for accepted, _ in results]
 
 
 def test_a_message_id_twice_in_one_batch_is_accepted_once_the_first_copy(
         backend: str) -> None:
     store: DoorStore = door_store(SigningKey.generate().did, backend)
     try:
-        batch = [(env("m-1", "first"), NOW), (env("m-2", "other"), NOW),
-                 (env("m-1", "second"), NOW), (env("m-1", "first"), NOW)]
-        assert store.lookup_and_accept([], batch)[1] == [True, True, False, False]
+        batch = [(env("m-1", "first"), NOW, ()), (env("m-2", "other"), NOW, ()),
+                 (env("m-1", "second"), NOW, ()), (env("m-1", "first"), NOW, ())]
+        assert accepted_of(store.lookup_and_accept([], batch)[1]) == [True, True, False, False]
         assert sorted(m["text"] for m in store.inbox(None)) == ["first", "other"]
         looked, accepted = store.lookup_and_accept(
             [("m-1", "did:key:z6MkSender", NOW), ("m-3", "did:key:z6MkSender", NOW)],
-            [(env("m-1", "again"), NOW)])
-        assert looked == [(True, None), (False, None)] and accepted == [False]
+            [(env("m-1", "again"), NOW, ())])
+        assert looked == [(True, None), (False, None)] and accepted == [(False, 0)]
     finally:
         store.close()
 
@@ -158,10 +165,10 @@ def test_batches_racing_in_two_processes_over_the_same_ids_never_deadlock(pg_url
 
     def run(i: int) -> None:
         ids = [f"m-{n:03d}" for n in range(40)]
-        batch = [(env(mid, f"from {i}"), NOW) for mid in (ids if i == 0 else ids[::-1])]
+        batch = [(env(mid, f"from {i}"), NOW, ()) for mid in (ids if i == 0 else ids[::-1])]
         gate.wait()
         try:
-            outcomes[i] = stores[i].lookup_and_accept([], batch)[1]
+            outcomes[i] = accepted_of(stores[i].lookup_and_accept([], batch)[1])
         except BaseException as exc:
             outcomes[i] = exc
 
@@ -233,3 +240,101 @@ def test_rate_counts_of_two_processes_add_up_exactly(pg_url: str) -> None:
     finally:
         for store in stores:
             store.close()
+
+
+def test_rates_counted_with_the_commit_admit_as_one_at_a_time_would(backend: str) -> None:
+    """Accepts that carry rate limits (a door whose limits are shared) are counted in the
+    batch that commits them: each gets the answer ``take_rate`` then ``accept`` would give
+    it in turn; one refused by a limit writes nothing and counts nothing."""
+    store: DoorStore = door_store(SigningKey.generate().did, backend)
+    try:
+        a, b, c = "did:key:z6MkA", "did:key:z6MkB", "did:key:z6MkC"
+
+        def item(mid: str, sender: str, per_sender: int = 2) -> tuple[Any, int, Any]:
+            return env(mid, mid, sender), NOW, [(sender, per_sender), ("*", 5)]
+
+        results = store.lookup_and_accept([], [
+            item("m-1", a), item("m-2", a), item("m-3", a),  # a's third: its bucket is full
+            item("m-4", b), item("m-4", b),  # a twin: both counted, the second a replay
+            item("m-5", c, 9), item("m-6", c, 9)])[1]  # the total's bucket (5) is full
+        assert results == [(True, 0), (True, 0), (False, 60), (True, 0), (False, 0),
+                           (True, 0), (False, 60)]
+        assert sorted(m["text"] for m in store.inbox(None)) == ["m-1", "m-2", "m-4", "m-5"]
+        assert dict(store.db.all("SELECT bucket, used FROM rate")) == {a: 2, b: 2, c: 1, "*": 5}
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("policy", ["open", "quarantine"])
+def test_a_door_counts_shared_limits_on_every_path(pg_url: str, policy: str) -> None:
+    """Past a shared per-sender limit a request is 429 (-32004), within one batch too, and
+    writes nothing: when the message is committed (counted with it), when a first contact
+    is held (counted before the hold), and when the policy refuses (a blocked sender is
+    counted as before)."""
+    door = make_door(policy, "http://127.0.0.1:9", db=pg_url, rate_per_sender=2,
+                     rate_total=100, shared_rate=True)
+    try:
+        sender, blocked = SigningKey.generate(), SigningKey.generate()
+        door.store.set_sender(blocked.did, "blocked", NOW)
+        answers = together(door, [send_request(sender, door.did, f"m {i}") for i in range(3)])
+        kept = "accepted" if policy == "open" else "-32014"
+        assert sorted(outcome(a) for a in answers) == sorted([kept, kept, "-32004"])
+        assert len(inbox_texts(door)) == (2 if policy == "open" else 0)
+        assert len(door.store.requests()) == (0 if policy == "open" else 2)
+        answers = together(door, [send_request(blocked, door.did, f"b {i}") for i in range(3)])
+        assert sorted(outcome(a) for a in answers) == ["-32004", "-32010", "-32010"]
+    finally:
+        door.close()
+        loop = LOOP.pop(door, None)
+        if loop is not None:
+            loop.close()
+
+
+def test_rates_counted_with_commits_in_two_processes_add_up_exactly(pg_url: str) -> None:
+    """Two processes' group commits counting the same buckets, racing: exactly the limit
+    admitted and committed, never a deadlock (buckets locked in one order, then rows)."""
+    did = SigningKey.generate().did
+    stores = [door_store(did, pg_url) for _ in range(2)]
+    gate = threading.Barrier(2)
+    results: list[list[tuple[bool, int]]] = [[], []]
+
+    def run(i: int) -> None:
+        senders = [f"did:key:z6Mk{n:02d}" for n in range(30)]
+        order = senders if i == 0 else senders[::-1]
+        gate.wait()
+        for chunk in range(0, 30, 5):
+            results[i] += stores[i].lookup_and_accept([], [
+                (env(f"{i}-{s}", f"{i}", s), NOW, [(s, 1), ("*", 40)])
+                for s in order[chunk:chunk + 5]])[1]
+
+    try:
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sum(accepted for r in results for accepted, _ in r) == 30
+        assert len(stores[0].inbox(None)) == 30  # each sender once (its bucket holds 1)
+        assert dict(stores[0].db.all("SELECT bucket, used FROM rate"))["*"] == 30
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_the_relay_a_message_names_is_kept_from_a_batch(backend: str) -> None:
+    """A message that names the sender's relay is committed with the rest of its batch,
+    and the sender's ``peers`` row says the newest relay (one row per sender)."""
+    store: DoorStore = door_store(SigningKey.generate().did, backend)
+    try:
+        a, b = "did:key:z6MkA", "did:key:z6MkB"
+        results = store.lookup_and_accept([], [
+            (env("m-1", "one", a, relay="https://r1.example/r"), NOW, ()),
+            (env("m-2", "two", a, relay="https://r2.example/r"), NOW, ()),
+            (env("m-3", "three", b), NOW, ())])[1]
+        assert accepted_of(results) == [True, True, True]
+        assert store.peer_relay(a) == "https://r2.example/r"
+        assert store.peer_relay(b) is None
+        assert dict(store.db.all("SELECT text, relay FROM inbox")) == {
+            "one": "https://r1.example/r", "two": "https://r2.example/r", "three": None}
+    finally:
+        store.close()

@@ -22,7 +22,7 @@ from muretai_cli.errors import InputError, MuretaiError
 from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.consent import HELD_CODE, POLICIES, Policy
 from muretai_cli.inbox.ladder import RpcError
-from muretai_cli.inbox.store import DoorStore, direct
+from muretai_cli.inbox.store import DoorStore, Limits
 from muretai_cli.rate import RateLimits
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 
@@ -139,11 +139,14 @@ class InPlace:
                      ) -> tuple[bool, str | None]:
         return store.lookup(message_id, sender, now)
 
-    async def accept(self, store: DoorStore, env: dict[str, Any], now: int) -> bool:
-        return store.accept(env, now)
+    async def accept(self, store: DoorStore, env: dict[str, Any], now: int, limits: Limits
+                     ) -> tuple[bool, int]:
+        """Count the request against its shared rate ``limits`` (none: not counted here)
+        and, if they admit it, commit the message: ``(accepted, wait)``, as
+        ``DoorStore.lookup_and_accept`` gives each accept."""
+        return store.lookup_and_accept((), [(env, now, limits)])[1][0]
 
-    async def take_rate(self, store: DoorStore, limits: list[tuple[str, int]], now: int
-                        ) -> int:
+    async def take_rate(self, store: DoorStore, limits: Limits, now: int) -> int:
         return store.take_rate(limits, now)
 
     async def call(self, work: Callable[[], T]) -> T:
@@ -153,46 +156,57 @@ class InPlace:
 IN_PLACE = InPlace()
 
 
-Lookup = tuple[str, str, int]  # (messageId, sender, now)
-Accept = tuple[dict[str, Any], int]  # (env, now)
+@dataclass(frozen=True, slots=True)
+class _Lookup:
+    message_id: str
+    sender: str
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Accept:
+    env: dict[str, Any]
+    now: int
+    limits: Limits
 
 
 class Grouped(InPlace):
     """A shared store's calls (PostgreSQL) from the event loop. The hot path's two (the
-    replay and sender lookup before the signature, the commit after it) join one group
-    commit: every lookup and every commit waiting go to the database together, in one round
-    trip and one transaction with one disk flush (``db.Batcher``,
+    replay and sender lookup before the signature; the rate count and commit after it)
+    join one group commit: every lookup and every commit waiting go to the database
+    together, in one round trip and one transaction with one disk flush (``db.Batcher``,
     ``DoorStore.lookup_and_accept``). Anything else runs on the door's threads."""
 
     def __init__(self, store: DoorStore, threads: ThreadPoolExecutor) -> None:
         self.threads = threads
         self.store = store
-        self.batches: Batcher[Lookup | Accept, tuple[bool, str | None]] = Batcher(
-            self._run, name="door-commits")
-        # shared rate counts: one transaction per batch of requests (DoorStore.take_rates)
-        self.rates: Batcher[tuple[list[tuple[str, int]], int], int] = Batcher(
-            store.take_rates, name="door-rates")
+        self.batches: Batcher[_Lookup | _Accept, tuple[bool, str | None] | tuple[bool, int]] = \
+            Batcher(self._run, name="door-commits")
+        # rate counts taken before the policy's store calls: one transaction per batch
+        self.rates: Batcher[tuple[Limits, int], int] = Batcher(store.take_rates,
+                                                               name="door-rates")
 
-    def _run(self, items: list[Lookup | Accept]) -> list[tuple[bool, str | None]]:
+    def _run(self, items: list[_Lookup | _Accept]
+             ) -> list[tuple[bool, str | None] | tuple[bool, int]]:
         """A batch's results in its order: a lookup's (seen, status), an accept's
-        (accepted, None)."""
-        lookups = [item for item in items if len(item) == 3]
-        accepts = [item for item in items if len(item) == 2]
+        (accepted, wait)."""
+        lookups = [(i.message_id, i.sender, i.now) for i in items if isinstance(i, _Lookup)]
+        accepts = [(i.env, i.now, i.limits) for i in items if isinstance(i, _Accept)]
         looked, accepted = self.store.lookup_and_accept(lookups, accepts)
-        done_l, done_a = iter(looked), iter((ok, None) for ok in accepted)
-        return [next(done_l) if len(item) == 3 else next(done_a) for item in items]
+        done_l, done_a = iter(looked), iter(accepted)
+        return [next(done_l) if isinstance(item, _Lookup) else next(done_a) for item in items]
 
     async def lookup(self, store: DoorStore, message_id: str, sender: str, now: int
                      ) -> tuple[bool, str | None]:
-        return await self.batches.submit((message_id, sender, now))
+        seen, status = await self.batches.submit(_Lookup(message_id, sender, now))
+        return bool(seen), None if status is None else str(status)
 
-    async def accept(self, store: DoorStore, env: dict[str, Any], now: int) -> bool:
-        if not direct(env):  # more than two rows to write: its own transaction
-            return await self.call(lambda: store.accept(env, now))
-        return (await self.batches.submit((env, now)))[0]
+    async def accept(self, store: DoorStore, env: dict[str, Any], now: int, limits: Limits
+                     ) -> tuple[bool, int]:
+        accepted, wait = await self.batches.submit(_Accept(env, now, limits))
+        return bool(accepted), int(wait or 0)
 
-    async def take_rate(self, store: DoorStore, limits: list[tuple[str, int]], now: int
-                        ) -> int:
+    async def take_rate(self, store: DoorStore, limits: Limits, now: int) -> int:
         return await self.rates.submit((limits, now))
 
     async def call(self, work: Callable[[], T]) -> T:
@@ -495,10 +509,11 @@ class Door:
             kept.setdefault("metadata", {})["recovered"] = True
             return kept, None
         ladder.signature(fields, env["sig"])
-        if isinstance(self.rate, SharedRateLimits):  # counted in the store: a store call
+        # Shared rate counts (several processes) are store calls: counted with the commit
+        # (one transaction) unless the policy's own store calls (a hold) come first.
+        limits: Limits = []
+        if isinstance(self.rate, SharedRateLimits):
             limits = self.rate.limits(fields["from"])
-            if limits:
-                self._refuse_rate(await io.take_rate(store, limits, int(self.clock())))
         else:
             self._rate(fields["from"], self.clock())
         fields["sig"] = env["sig"]
@@ -512,11 +527,21 @@ class Door:
                     "wba": _dumps(wba) if wba is not None else None}
         policy = self.config.policy
         if consent.consults_store(policy, status):
+            if limits:  # counted before a hold: a flood of strangers is limited too
+                self._refuse_rate(await io.take_rate(store, limits, now))
+                limits = []
             await io.call(lambda: consent.judge(store, policy, admitted, status, now,
                                                 gate=self._gate))
         else:
-            consent.judge(store, policy, admitted, status, now, gate=self._gate)
-        if not await io.accept(store, admitted, now):
+            try:
+                consent.judge(store, policy, admitted, status, now, gate=self._gate)
+            except RpcError:  # a refusal is counted too, as every verified request is
+                if limits:
+                    self._refuse_rate(await io.take_rate(store, limits, now))
+                raise
+        accepted, wait = await io.accept(store, admitted, now, limits)
+        self._refuse_rate(wait)
+        if not accepted:
             raise RpcError(-32002, "replay")
         if now - self._last_prune > 60:
             self._last_prune = now

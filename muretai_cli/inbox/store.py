@@ -119,6 +119,7 @@ CREATE {unlogged} TABLE rate (bucket TEXT NOT NULL, win {int} NOT NULL, used {in
   PRIMARY KEY (bucket, win))
 """
 RATE_WINDOW = 60
+Limits = Sequence[tuple[str, int]]  # a request's rate buckets: (bucket, per minute)
 # Version 4: conversations. What was sent, peers' relays, relayed deposits; the channel,
 # proved replyTo, named relay and kept reply of received messages; an order for requests.
 _V4 = """
@@ -434,8 +435,8 @@ class DoorStore:
         (recorded in the same transaction, so a redelivery is recognised).
         """
         channel = env.get("channel", "door")
-        if self.db.dialect == "postgresql" and direct(env):
-            return self.lookup_and_accept((), [(env, now)])[1][0]
+        if self.db.dialect == "postgresql" and _door_taken(env):
+            return self.lookup_and_accept((), [(env, now, ())])[1][0][0]
         row = (env["from"], env["messageId"], env["contextId"], env["text"], env["timestamp"],
                now, env["sig"], "direct" if channel == "door" else channel, channel,
                env.get("replyTo"), env.get("relay"), env.get("reply"), env.get("wba"))
@@ -462,68 +463,76 @@ class DoorStore:
         return True
 
     def lookup_and_accept(self, lookups: Sequence[tuple[str, str, int]],
-                          accepts: Sequence[tuple[dict[str, Any], int]]
-                          ) -> tuple[list[tuple[bool, str | None]], list[bool]]:
-        """Many ``lookup(message_id, sender, now)`` and ``accept(env, now)`` at once: their
-        results, in order (the door's group commit on PostgreSQL).
+                          accepts: Sequence[tuple[dict[str, Any], int, Limits]]
+                          ) -> tuple[list[tuple[bool, str | None]], list[tuple[bool, int]]]:
+        """Many ``lookup(message_id, sender, now)``, and many accepts of a verified message
+        ``(env, now, limits)``, at once: their results, in order (the door's group commit on
+        PostgreSQL). An accept's result is ``(accepted, wait)``: ``wait`` > 0 when one of its
+        rate ``limits`` (``take_rate``'s) refused it (nothing written for it), else whether
+        it was accepted (False: a replay).
 
         On PostgreSQL all lookups are one statement (a read) and the accepts of messages the
-        door took directly (``channel`` door, no ``relay``) one more, on one connection: that
-        one statement is one transaction, so every accept of the batch commits or none does
-        (an exception: nothing committed). Within the batch a ``messageId`` is accepted once:
-        its first copy is written, every later copy is a replay (False) without reaching
-        the database. Rows go in ``messageId`` order, so batches racing in several
-        processes take their key locks in one order (no deadlock). Any other message is
-        accepted by ``accept``, in its own transaction; on SQLite each call is made in turn.
+        door took (``channel`` door) one more, a transaction of its own: every accept of the
+        batch commits or none does (an exception: nothing committed). Rate limits are
+        counted just before it (``_count_rates``, with the lookups, in a transaction that
+        waits for no flush): as with ``take_rate``, a request counted is not given back if
+        its commit then fails. Within the batch a ``messageId`` is accepted
+        once: the first copy the rates admit is written, every later copy is a replay
+        (False) without reaching the database. Rows go in ``messageId`` order, so batches
+        racing in several processes take their key locks in one order (no deadlock). Any
+        other message, and every one on SQLite, is taken in turn (``take_rate``, then
+        ``accept``, each its own transaction).
         """
-        postgres = self.db.dialect == "postgresql"
-        accepted: list[bool | None] = [None] * len(accepts)
-        first: dict[str, int] = {}  # messageId -> its first accept in the batch
-        for index, (env, _) in enumerate(accepts):
-            if not postgres or not direct(env):
-                continue
-            if env["messageId"] in first:
-                accepted[index] = False
-            else:
-                first[env["messageId"]] = index
-        statements: list[tuple[str, Sequence[Any]]] = []
-        if postgres and lookups:
+        if self.db.dialect != "postgresql":
+            return ([self.lookup(*item) for item in lookups],
+                    [self._take_and_accept(env, now, limits) for env, now, limits in accepts])
+        batched = [i for i, (env, _, _) in enumerate(accepts) if _door_taken(env)]
+        counted = [i for i in batched if accepts[i][2]]
+        lookup = (
+            "SELECT EXISTS (SELECT 1 FROM replay WHERE message_id=v.m AND seen>=v.since), "
+            "(SELECT status FROM senders WHERE did=v.s) FROM ROWS FROM (json_to_recordset("
+            "?::json) AS (m text, s text, since bigint)) WITH ORDINALITY AS v(m, s, since, "
+            "i) ORDER BY v.i",
             # a batch is one JSON parameter: far cheaper for the driver than an array a column
-            statements.append((
-                "SELECT EXISTS (SELECT 1 FROM replay WHERE message_id=v.m AND seen>=v.since), "
-                "(SELECT status FROM senders WHERE did=v.s) FROM ROWS FROM (json_to_recordset("
-                "?::json) AS (m text, s text, since bigint)) WITH ORDINALITY AS v(m, s, since, "
-                "i) ORDER BY v.i",
-                (_json_rows(("m", "s", "since"), [(m, s, now - REPLAY_WINDOW)
-                                                   for m, s, now in lookups]),)))
-        if first:
-            rows = [(e["messageId"], e["from"], e["contextId"], e["text"], e["timestamp"], now,
-                     e["sig"], e.get("replyTo"), e.get("reply"), e.get("wba"))
-                    for e, now in (accepts[first[k]] for k in sorted(first))]
-            statements.append((
-                "WITH v AS (SELECT * FROM json_to_recordset(?::json) AS v(message_id text, "
-                "sender text, context_id text, text text, sent bigint, received bigint, "
-                "sig text, reply_to text, reply text, wba text)), "
-                "r AS (INSERT INTO replay (message_id, seen) SELECT message_id, received "
-                "FROM v ORDER BY message_id ON CONFLICT (message_id) DO NOTHING "
-                "RETURNING message_id) "
-                "INSERT INTO inbox (sender, message_id, context_id, text, sent, received, "
-                "verified, sig, via, reply_to, reply, wba) SELECT v.sender, v.message_id, "
-                "v.context_id, v.text, v.sent, v.received, 1, v.sig, 'direct', v.reply_to, "
-                "v.reply, v.wba FROM v JOIN r ON r.message_id = v.message_id ORDER BY "
-                "v.message_id ON CONFLICT (sender, message_id) DO NOTHING RETURNING message_id",
-                (_json_rows(_ACCEPT_COLUMNS, rows),)))
-        results = self.db.execute_each(statements) if statements else []
-        if postgres and lookups:
-            looked = [(bool(seen), status) for seen, status in results.pop(0).rows]
+            (_json_rows(("m", "s", "since"), [(m, s, now - REPLAY_WINDOW)
+                                               for m, s, now in lookups]),))
+        waits = dict.fromkeys(range(len(accepts)), 0)
+        if not counted:  # no transaction to hold: each statement commits on its own
+            statements = [lookup] if lookups else []
+            first = _first_copies(accepts, batched)
+            if first:
+                statements.append(_accept_statement(accepts, first))
+            results = self.db.execute_each(statements) if statements else []
+            looked_rows = results[0].rows if lookups else []
+            taken_rows = results[-1].rows if first else []
         else:
-            looked = [self.lookup(*item) for item in lookups]
-        if first:
-            taken = {row[0] for row in results.pop(0).rows}
-            for mid, index in first.items():
-                accepted[index] = mid in taken
-        return looked, [self.accept(env, now) if done is None else done
-                        for (env, now), done in zip(accepts, accepted, strict=True)]
+            # counted first, in a transaction of their own that waits for no disk flush:
+            # the buckets' locks (the door's total is one row every process updates) are
+            # held for microseconds, not across the commit's flush
+            with self.db.transaction(exclusive=False) as tx:
+                tx.execute("SET LOCAL synchronous_commit TO OFF")  # a lost count is harmless
+                looked_rows = tx.all(*lookup) if lookups else []
+                for i, wait in zip(counted, _count_rates(
+                        tx, [(accepts[i][2], accepts[i][1]) for i in counted]), strict=True):
+                    waits[i] = wait
+            first = _first_copies(accepts, [i for i in batched if not waits[i]])
+            taken_rows = self.db.all(*_accept_statement(accepts, first)) if first else []
+        looked = [(bool(seen), status) for seen, status in looked_rows]
+        taken = {row[0] for row in taken_rows}
+        results_by_index: dict[int, tuple[bool, int]] = {
+            i: (False, waits[i]) if waits[i] else (accepts[i][0]["messageId"] in taken and
+                                                   first.get(accepts[i][0]["messageId"]) == i,
+                                                   0)
+            for i in batched}
+        return looked, [results_by_index[i] if i in results_by_index
+                        else self._take_and_accept(env, now, limits)
+                        for i, (env, now, limits) in enumerate(accepts)]
+
+    def _take_and_accept(self, env: dict[str, Any], now: int, limits: Limits
+                         ) -> tuple[bool, int]:
+        """``take_rate`` then ``accept``, one after the other: ``(accepted, wait)``."""
+        wait = self.take_rate(limits, now) if limits else 0
+        return (False, wait) if wait else (self.accept(env, now), 0)
 
     def _after_receipt(self, tx: Tx | Database, env: dict[str, Any], outcome: str,
                        request_id: str | None, now: int) -> None:
@@ -614,43 +623,15 @@ class DoorStore:
             return RATE_WINDOW - now % RATE_WINDOW
         return 0
 
-    def take_rates(self, items: Sequence[tuple[Sequence[tuple[str, int]], int]]) -> list[int]:
+    def take_rates(self, items: Sequence[tuple[Limits, int]]) -> list[int]:
         """Many ``take_rate(limits, now)`` at once, in order: each item's wait (0: admitted
-        and counted). The door's group commit on PostgreSQL: one transaction for the batch
-        locks its buckets (in one order, so racing batches never deadlock), admits item by
-        item exactly as ``take_rate`` would one after another (an item counts against every
-        bucket or none), and writes the new counts. Elsewhere each item is taken in turn."""
+        and counted). On PostgreSQL one transaction for the batch, without waiting for a
+        disk flush (``_count_rates``); elsewhere each item is taken in turn."""
         if self.db.dialect != "postgresql":
             return [self.take_rate(limits, now) for limits, now in items]
-        keys = sorted({(bucket, now // RATE_WINDOW) for limits, now in items
-                       for bucket, _ in limits})
-        if not keys:
-            return [0] * len(items)
-        listed = _json_rows(("b", "w"), keys)
-        waits: list[int] = []
         with self.db.transaction(exclusive=False) as tx:
             tx.execute("SET LOCAL synchronous_commit TO OFF")  # a lost count is harmless
-            # each bucket's row made if new, locked (the no-op update takes the row's lock,
-            # in one order) and read, in one statement
-            used = {(b, w): int(u) for b, w, u in tx.all(
-                "INSERT INTO rate (bucket, win, used) SELECT b, w, 0 FROM json_to_recordset("
-                "?::json) AS v(b text, w bigint) ORDER BY b, w ON CONFLICT (bucket, win) DO "
-                "UPDATE SET used = rate.used RETURNING bucket, win, used", (listed,))}
-            before = dict(used)
-            for limits, now in items:
-                win = now // RATE_WINDOW
-                if all(used[(bucket, win)] < per_minute for bucket, per_minute in limits):
-                    for bucket, _ in limits:
-                        used[(bucket, win)] += 1
-                    waits.append(0)
-                else:
-                    waits.append(RATE_WINDOW - now % RATE_WINDOW)
-            changed = [(b, w, u) for (b, w), u in used.items() if u != before[(b, w)]]
-            if changed:
-                tx.execute("UPDATE rate SET used = v.u FROM json_to_recordset(?::json) AS "
-                           "v(b text, w bigint, u bigint) WHERE rate.bucket = v.b AND "
-                           "rate.win = v.w", (_json_rows(("b", "w", "u"), changed),))
-        return waits
+            return _count_rates(tx, items)
 
     # -- the owner's side ------------------------------------------------------------
     def inbox(self, limit: int | None = 20) -> list[dict[str, Any]]:
@@ -1018,7 +999,7 @@ def _wba_of(text: str | None) -> dict[str, Any] | None:
 
 
 _ACCEPT_COLUMNS = ("message_id", "sender", "context_id", "text", "sent", "received", "sig",
-                   "reply_to", "reply", "wba")
+                   "reply_to", "relay", "reply", "wba")
 
 
 def _json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -1027,10 +1008,81 @@ def _json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
                       ensure_ascii=False, separators=(",", ":"))
 
 
-def direct(env: dict[str, Any]) -> bool:
-    """A message the door took directly and that names no relay: its acceptance is two rows
-    (replay, inbox), which ``accept_many`` writes for a whole batch in one statement."""
-    return env.get("channel", "door") == "door" and not env.get("relay")
+def _door_taken(env: dict[str, Any]) -> bool:
+    """A message the door took itself (not drained from a relay): what the door's group
+    commit writes for a whole batch in one statement (``_accept_statement``)."""
+    return bool(env.get("channel", "door") == "door")
+
+
+def _first_copies(accepts: Sequence[tuple[dict[str, Any], int, Limits]],
+                  indexes: Sequence[int]) -> dict[str, int]:
+    """messageId -> the index of its first copy among ``indexes`` (the copies written)."""
+    first: dict[str, int] = {}
+    for index in indexes:
+        first.setdefault(accepts[index][0]["messageId"], index)
+    return first
+
+
+def _accept_statement(accepts: Sequence[tuple[dict[str, Any], int, Limits]],
+                      first: dict[str, int]) -> tuple[str, tuple[str]]:
+    """One statement that accepts the messages ``first`` names: their replay rows, their
+    inbox rows and, for those that named a relay, the sender's ``peers`` row; it returns
+    the messageIds accepted (a taken one is a replay). Rows go in messageId order (peers
+    in sender order, one per sender), so racing batches take their locks in one order."""
+    rows = [(e["messageId"], e["from"], e["contextId"], e["text"], e["timestamp"], now,
+             e["sig"], e.get("replyTo"), e.get("relay") or None, e.get("reply"), e.get("wba"))
+            for e, now, _ in (accepts[first[k]] for k in sorted(first))]
+    return (
+        "WITH v AS (SELECT * FROM json_to_recordset(?::json) AS v(message_id text, "
+        "sender text, context_id text, text text, sent bigint, received bigint, sig text, "
+        "reply_to text, relay text, reply text, wba text)), "
+        "r AS (INSERT INTO replay (message_id, seen) SELECT message_id, received FROM v "
+        "ORDER BY message_id ON CONFLICT (message_id) DO NOTHING RETURNING message_id), "
+        "i AS (INSERT INTO inbox (sender, message_id, context_id, text, sent, received, "
+        "verified, sig, via, reply_to, relay, reply, wba) SELECT v.sender, v.message_id, "
+        "v.context_id, v.text, v.sent, v.received, 1, v.sig, 'direct', v.reply_to, v.relay, "
+        "v.reply, v.wba FROM v JOIN r ON r.message_id = v.message_id ORDER BY v.message_id "
+        "ON CONFLICT (sender, message_id) DO NOTHING RETURNING message_id, sender, relay, "
+        "received), "
+        "p AS (INSERT INTO peers (did, relay, updated) SELECT DISTINCT ON (sender) sender, "
+        "relay, received FROM i WHERE relay IS NOT NULL ORDER BY sender, received DESC, "
+        "message_id DESC ON CONFLICT (did) DO UPDATE SET relay=excluded.relay, "
+        "updated=excluded.updated) "
+        "SELECT message_id FROM i",
+        (_json_rows(_ACCEPT_COLUMNS, rows),))
+
+
+def _count_rates(tx: Tx, items: Sequence[tuple[Limits, int]]) -> list[int]:
+    """Count each ``(limits, now)`` in order, as ``take_rate`` would one after another, in
+    the caller's PostgreSQL transaction: each item's wait (0: admitted and counted). One
+    statement makes, locks (in one order, so racing transactions never deadlock) and reads
+    every bucket the items name; each item then counts against every bucket or none; one
+    statement writes the new counts. The locks hold until the caller's commit."""
+    keys = sorted({(bucket, now // RATE_WINDOW) for limits, now in items
+                   for bucket, _ in limits})
+    if not keys:
+        return [0] * len(items)
+    # each bucket's row made if new, locked (the no-op update takes the row's lock) and read
+    used = {(b, w): int(u) for b, w, u in tx.all(
+        "INSERT INTO rate (bucket, win, used) SELECT b, w, 0 FROM json_to_recordset(?::json) "
+        "AS v(b text, w bigint) ORDER BY b, w ON CONFLICT (bucket, win) DO UPDATE SET "
+        "used = rate.used RETURNING bucket, win, used", (_json_rows(("b", "w"), keys),))}
+    before = dict(used)
+    waits: list[int] = []
+    for limits, now in items:
+        win = now // RATE_WINDOW
+        if all(used[(bucket, win)] < per_minute for bucket, per_minute in limits):
+            for bucket, _ in limits:
+                used[(bucket, win)] += 1
+            waits.append(0)
+        else:
+            waits.append(RATE_WINDOW - now % RATE_WINDOW)
+    changed = [(b, w, u) for (b, w), u in used.items() if u != before[(b, w)]]
+    if changed:
+        tx.execute("UPDATE rate SET used = v.u FROM json_to_recordset(?::json) AS v(b text, "
+                   "w bigint, u bigint) WHERE rate.bucket = v.b AND rate.win = v.w",
+                   (_json_rows(("b", "w", "u"), changed),))
+    return waits
 
 
 class _Full(Exception):
