@@ -338,3 +338,36 @@ def test_the_relay_a_message_names_is_kept_from_a_batch(backend: str) -> None:
             "one": "https://r1.example/r", "two": "https://r2.example/r", "three": None}
     finally:
         store.close()
+
+
+def test_a_shared_total_filling_under_two_processes_is_never_passed(pg_url: str) -> None:
+    """Two processes' batches racing for the last of the door's total: the count never
+    passes the limit, it equals what was admitted, and at most a batch is refused early
+    (a batch whose bucket filled gives back what its first statement added)."""
+    did = SigningKey.generate().did
+    stores = [door_store(did, pg_url) for _ in range(2)]
+    gate = threading.Barrier(2)
+    results: list[list[tuple[bool, int]]] = [[], []]
+
+    def run(i: int) -> None:
+        senders = [f"did:key:z6Mk{n:02d}" for n in range(30)]
+        gate.wait()
+        for chunk in range(0, 30, 5):
+            results[i] += stores[i].lookup_and_accept([], [
+                (env(f"{i}-{s}", f"{i}", s), NOW, [(s, 5), ("*", 17)])
+                for s in senders[chunk:chunk + 5]])[1]
+
+    try:
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        admitted = sum(accepted for r in results for accepted, _ in r)
+        counts = dict(stores[0].db.all("SELECT bucket, used FROM rate"))
+        assert 17 - 5 <= admitted <= 17
+        assert counts["*"] == admitted == len(stores[0].inbox(None))
+        assert sum(u for b, u in counts.items() if b != "*") == admitted  # all or none
+    finally:
+        for store in stores:
+            store.close()

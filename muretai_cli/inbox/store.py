@@ -113,7 +113,9 @@ CREATE TABLE replay (message_id TEXT PRIMARY KEY, seen {int} NOT NULL)
 
 
 # Version 3: shared rate-limit counters (a fixed one-minute window per key). Unlogged on
-# PostgreSQL: counters need no crash safety, and their writes then cost no WAL.
+# PostgreSQL: counters need no crash safety, and their writes then cost no WAL; a transaction
+# that wrote nothing else commits without waiting for a disk flush (PostgreSQL's own rule
+# for transactions that wrote no WAL; checked with pg_stat_wal.wal_sync).
 _V3 = """
 CREATE {unlogged} TABLE rate (bucket TEXT NOT NULL, win {int} NOT NULL, used {int} NOT NULL,
   PRIMARY KEY (bucket, win))
@@ -474,14 +476,13 @@ class DoorStore:
         On PostgreSQL all lookups are one statement (a read) and the accepts of messages the
         door took (``channel`` door) one more, a transaction of its own: every accept of the
         batch commits or none does (an exception: nothing committed). Rate limits are
-        counted just before it (``_count_rates``, with the lookups, in a transaction that
-        waits for no flush): as with ``take_rate``, a request counted is not given back if
-        its commit then fails. Within the batch a ``messageId`` is accepted
-        once: the first copy the rates admit is written, every later copy is a replay
-        (False) without reaching the database. Rows go in ``messageId`` order, so batches
-        racing in several processes take their key locks in one order (no deadlock). Any
-        other message, and every one on SQLite, is taken in turn (``take_rate``, then
-        ``accept``, each its own transaction).
+        counted just before it (``_count_rates``, waiting for no flush): as with
+        ``take_rate``, a request counted is not given back if its commit then fails. Within
+        the batch a ``messageId`` is accepted once: the first copy the rates admit is
+        written, every later copy is a replay (False) without reaching the database. Rows
+        go in ``messageId`` order, so batches racing in several processes take their key
+        locks in one order (no deadlock). Any other message, and every one on SQLite, is
+        taken in turn (``take_rate``, then ``accept``, each its own transaction).
         """
         if self.db.dialect != "postgresql":
             return ([self.lookup(*item) for item in lookups],
@@ -506,15 +507,13 @@ class DoorStore:
             looked_rows = results[0].rows if lookups else []
             taken_rows = results[-1].rows if first else []
         else:
-            # counted first, in a transaction of their own that waits for no disk flush:
+            # counted first, without waiting for a disk flush (the rate table is unlogged):
             # the buckets' locks (the door's total is one row every process updates) are
-            # held for microseconds, not across the commit's flush
-            with self.db.transaction(exclusive=False) as tx:
-                tx.execute("SET LOCAL synchronous_commit TO OFF")  # a lost count is harmless
-                looked_rows = tx.all(*lookup) if lookups else []
-                for i, wait in zip(counted, _count_rates(
-                        tx, [(accepts[i][2], accepts[i][1]) for i in counted]), strict=True):
-                    waits[i] = wait
+            # held for a statement, not across the commit's flush
+            looked_rows = self.db.all(*lookup) if lookups else []
+            for i, wait in zip(counted, _count_rates(
+                    self.db, [(accepts[i][2], accepts[i][1]) for i in counted]), strict=True):
+                waits[i] = wait
             first = _first_copies(accepts, [i for i in batched if not waits[i]])
             taken_rows = self.db.all(*_accept_statement(accepts, first)) if first else []
         looked = [(bool(seen), status) for seen, status in looked_rows]
@@ -611,8 +610,6 @@ class DoorStore:
         win = now // RATE_WINDOW
         try:
             with self.db.transaction(exclusive=False) as tx:
-                if self.db.dialect == "postgresql":  # a lost count is harmless: no fsync
-                    tx.execute("SET LOCAL synchronous_commit TO OFF")
                 for bucket, per_minute in limits:
                     if not tx.all("INSERT INTO rate (bucket, win, used) VALUES (?, ?, 1) "
                                   "ON CONFLICT (bucket, win) DO UPDATE SET used=rate.used+1 "
@@ -625,13 +622,12 @@ class DoorStore:
 
     def take_rates(self, items: Sequence[tuple[Limits, int]]) -> list[int]:
         """Many ``take_rate(limits, now)`` at once, in order: each item's wait (0: admitted
-        and counted). On PostgreSQL one transaction for the batch, without waiting for a
-        disk flush (``_count_rates``); elsewhere each item is taken in turn."""
+        and counted). On PostgreSQL the batch is counted together, without waiting for a
+        disk flush (``_count_rates``: one statement when no bucket fills); elsewhere each
+        item is taken in turn."""
         if self.db.dialect != "postgresql":
             return [self.take_rate(limits, now) for limits, now in items]
-        with self.db.transaction(exclusive=False) as tx:
-            tx.execute("SET LOCAL synchronous_commit TO OFF")  # a lost count is harmless
-            return _count_rates(tx, items)
+        return _count_rates(self.db, items)
 
     # -- the owner's side ------------------------------------------------------------
     def inbox(self, limit: int | None = 20) -> list[dict[str, Any]]:
@@ -1052,36 +1048,66 @@ def _accept_statement(accepts: Sequence[tuple[dict[str, Any], int, Limits]],
         (_json_rows(_ACCEPT_COLUMNS, rows),))
 
 
-def _count_rates(tx: Tx, items: Sequence[tuple[Limits, int]]) -> list[int]:
-    """Count each ``(limits, now)`` in order, as ``take_rate`` would one after another, in
-    the caller's PostgreSQL transaction: each item's wait (0: admitted and counted). One
-    statement makes, locks (in one order, so racing transactions never deadlock) and reads
-    every bucket the items name; each item then counts against every bucket or none; one
-    statement writes the new counts. The locks hold until the caller's commit."""
-    keys = sorted({(bucket, now // RATE_WINDOW) for limits, now in items
-                   for bucket, _ in limits})
-    if not keys:
-        return [0] * len(items)
-    # each bucket's row made if new, locked (the no-op update takes the row's lock) and read
-    used = {(b, w): int(u) for b, w, u in tx.all(
-        "INSERT INTO rate (bucket, win, used) SELECT b, w, 0 FROM json_to_recordset(?::json) "
-        "AS v(b text, w bigint) ORDER BY b, w ON CONFLICT (bucket, win) DO UPDATE SET "
-        "used = rate.used RETURNING bucket, win, used", (_json_rows(("b", "w"), keys),))}
-    before = dict(used)
-    waits: list[int] = []
+def _count_rates(db: Database, items: Sequence[tuple[Limits, int]]) -> list[int]:
+    """Count each ``(limits, now)`` as ``take_rate`` would one after another (PostgreSQL):
+    each item's wait (0: admitted and counted). No transaction waits for a disk flush (the
+    rate table is unlogged).
+
+    The common case is one statement: if every bucket the batch names can take all of the
+    batch (its count plus the batch's requests stays within its limit), one at a time
+    would admit every item, and the statement adds the batch's requests to each count,
+    row by row under the row's lock (new buckets made, in one order). When a bucket cannot
+    take its share, that statement leaves it as it was but has added to the others: then,
+    in one transaction, every bucket of the batch is locked (in one order, so racing
+    batches never deadlock) and read, what was just added is given back, the items are
+    admitted one by one (each against every bucket or none) and the counts written. So a
+    count never passes its limit; while that transaction runs (a few round trips, and only
+    when a bucket is full) another process may read a count up to one batch too high and
+    refuse a request early.
+    """
+    need: dict[tuple[str, int], int] = {}
+    cap: dict[tuple[str, int], int] = {}
     for limits, now in items:
-        win = now // RATE_WINDOW
-        if all(used[(bucket, win)] < per_minute for bucket, per_minute in limits):
-            for bucket, _ in limits:
-                used[(bucket, win)] += 1
-            waits.append(0)
-        else:
-            waits.append(RATE_WINDOW - now % RATE_WINDOW)
-    changed = [(b, w, u) for (b, w), u in used.items() if u != before[(b, w)]]
-    if changed:
-        tx.execute("UPDATE rate SET used = v.u FROM json_to_recordset(?::json) AS v(b text, "
-                   "w bigint, u bigint) WHERE rate.bucket = v.b AND rate.win = v.w",
-                   (_json_rows(("b", "w", "u"), changed),))
+        for bucket, per_minute in limits:
+            key = (bucket, now // RATE_WINDOW)
+            need[key] = need.get(key, 0) + 1
+            cap[key] = min(cap.get(key, per_minute), per_minute)
+    if not need:
+        return [0] * len(items)
+    keys = sorted(need)
+    added = {(str(b), int(w)) for b, w in db.all(
+        "WITH v AS (SELECT * FROM json_to_recordset(?::json) AS v(b text, w bigint, n bigint, "
+        "cap bigint)) INSERT INTO rate AS r (bucket, win, used) SELECT b, w, n FROM v WHERE "
+        "n <= cap ORDER BY b, w ON CONFLICT (bucket, win) DO UPDATE SET used = r.used + "
+        "excluded.used WHERE r.used + excluded.used <= (SELECT v.cap FROM v WHERE "
+        "v.b = r.bucket AND v.w = r.win) RETURNING bucket, win",
+        (_json_rows(("b", "w", "n", "cap"), [(b, w, need[(b, w)], cap[(b, w)])
+                                             for b, w in keys]),))}
+    if len(added) == len(keys):
+        return [0] * len(items)
+    waits: list[int] = []
+    with db.transaction(exclusive=False) as tx:
+        # each bucket's row made if new, locked (the no-op update takes the row's lock) and read
+        before = {(b, w): int(u) for b, w, u in tx.all(
+            "INSERT INTO rate (bucket, win, used) SELECT b, w, 0 FROM json_to_recordset("
+            "?::json) AS v(b text, w bigint) ORDER BY b, w ON CONFLICT (bucket, win) DO "
+            "UPDATE SET used = rate.used RETURNING bucket, win, used",
+            (_json_rows(("b", "w"), keys),))}
+        used = {key: count - (need[key] if key in added else 0)
+                for key, count in before.items()}
+        for limits, now in items:
+            win = now // RATE_WINDOW
+            if all(used[(bucket, win)] < per_minute for bucket, per_minute in limits):
+                for bucket, _ in limits:
+                    used[(bucket, win)] += 1
+                waits.append(0)
+            else:
+                waits.append(RATE_WINDOW - now % RATE_WINDOW)
+        changed = [(b, w, u) for (b, w), u in used.items() if u != before[(b, w)]]
+        if changed:
+            tx.execute("UPDATE rate SET used = v.u FROM json_to_recordset(?::json) AS "
+                       "v(b text, w bigint, u bigint) WHERE rate.bucket = v.b AND "
+                       "rate.win = v.w", (_json_rows(("b", "w", "u"), changed),))
     return waits
 
 
