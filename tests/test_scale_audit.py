@@ -28,7 +28,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,8 +43,9 @@ from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run, run_json
 from tests.door_helpers import code_of, live_door, send_request
 from tests.relay_helpers import deposit_body, listen_body
-from tests.servers import ServeProc, start_many, start_relay, start_serve, wait_until
+from tests.servers import start_many, start_relay, start_serve, wait_until
 from tests.test_door_policy import redeem_params
+from tests.test_scale_out import _children, race, stop_all
 
 RELAY_ORIGIN = "http://127.0.0.1:1"  # what start_relay's --url makes the tokens name
 
@@ -240,13 +241,6 @@ def test_relays_answer_503_while_their_database_is_away_then_serve_and_wake_agai
 
 
 # -- workers ------------------------------------------------------------------------------
-def _children(pid: int) -> set[int]:
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found.update(int(c) for c in (task / "children").read_text().split())
-    return found
-
-
 def _accepted_by(client: socket.socket, pids: set[int], timeout: float = 10.0) -> int:
     """Which of ``pids`` accepted the connection ``client`` (its server side's socket)."""
     client_port = client.getsockname()[1]
@@ -342,7 +336,7 @@ def test_sqlite_workers_share_replay_grant_uses_and_rate_limits_through_the_file
             return proc.rpc(body)  # a new connection each: the kernel spreads them
 
         once = send_request(SigningKey.generate(), did, "once")
-        answers = _race([lambda: post(once)] * 6)
+        answers = race([lambda: post(once)] * 6)
         assert sum(_fresh(a) for a in answers) == 1, answers
         assert all(_fresh(a) or code_of(a) == -32002 or a["result"]["metadata"]["recovered"]
                    for a in answers), answers
@@ -350,7 +344,7 @@ def test_sqlite_workers_share_replay_grant_uses_and_rate_limits_through_the_file
         bodies = [{"jsonrpc": "2.0", "id": i, "method": "contact/redeem",
                    "params": redeem_params(s, grant, now=int(time.time()))}
                   for i, s in enumerate(senders)]
-        redeemed = _race([lambda b=b: post(b) for b in bodies])
+        redeemed = race([lambda b=b: post(b) for b in bodies])
         assert sum("result" in a for a in redeemed) == 2, redeemed
         # 12 requests over new connections: counted per worker, at least 5 would pass
         # unless the kernel gave all 12 to one worker (1 in 2048)
@@ -361,38 +355,18 @@ def test_sqlite_workers_share_replay_grant_uses_and_rate_limits_through_the_file
         proc.stop()
 
 
-def _race(calls: list[Callable[[], Any]]) -> list[Any]:
-    out: list[Any] = [None] * len(calls)
-    gate = threading.Barrier(len(calls))
-
-    def go(i: int) -> None:
-        gate.wait()
-        out[i] = calls[i]()
-
-    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(calls))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out
-
-
 # -- several serve processes on one PostgreSQL database ------------------------------------
 @pytest.fixture
-def door(pg_url: str) -> Iterator[tuple[str, str]]:
+def pg_door(pg_url: str) -> tuple[str, str]:
+    """A fresh identity "door" with its store initialised in the test database: its DID."""
     did = new_identity("door")
     assert run_json("db", "init", "--as", "door", "--db", pg_url)[0] == 0
-    yield "door", did
+    return "door", did
 
 
-def _stop(procs: list[ServeProc]) -> None:
-    for p in procs:
-        p.stop()
-
-
-def test_a_total_rate_limit_is_counted_across_processes(door: tuple[str, str], pg_url: str,
+def test_a_total_rate_limit_is_counted_across_processes(pg_door: tuple[str, str], pg_url: str,
                                                          tmp_path: Path) -> None:
-    name, did = door
+    name, did = pg_door
     procs = start_many(tmp_path, name, 2, "--dm-policy", "open", "--db", pg_url,
                        "--rate-per-sender", "0", "--rate-total", "5")
     try:
@@ -400,15 +374,15 @@ def test_a_total_rate_limit_is_counted_across_processes(door: tuple[str, str], p
                    for i in range(10)]
         assert [a["_status"] for a in answers] == [200] * 5 + [429] * 5
     finally:
-        _stop(procs)
+        stop_all(procs)
 
 
 def test_kill_9_with_requests_in_flight_loses_nothing_accepted_and_takes_each_once(
-        door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
+        pg_door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
     """Four clients at once over two processes; one is killed while they are mid-request.
     A request that failed (connection lost, or 503) is sent again to the survivor, as a
     client would: if the dead process had committed it, the survivor gives its kept reply."""
-    name, did = door
+    name, did = pg_door
     procs = start_many(tmp_path, name, 2, "--dm-policy", "open", "--db", pg_url,
                        "--rate-per-sender", "0", "--rate-total", "0")
     senders = [SigningKey.generate() for _ in range(4)]
@@ -452,7 +426,7 @@ def test_kill_9_with_requests_in_flight_loses_nothing_accepted_and_takes_each_on
         assert set(ids) == set(accepted), "an accepted message was lost"
         assert failed_over, "no request failed over to the survivor"
     finally:
-        _stop(procs)
+        stop_all(procs)
 
 
 # -- schema versions at start ---------------------------------------------------------------
@@ -471,3 +445,18 @@ def test_serve_refuses_an_absent_or_older_schema_and_names_the_command_that_fixe
     older = run(*serve)
     assert older.exit_code == 2 and "old-schema" in older.stderr, older.stderr
     assert f"muretai db upgrade --db {pg_url} --as erin" in older.stderr
+
+
+
+
+def test_relay_serve_refuses_a_relay_schema_newer_than_it_knows(role: Role) -> None:
+    """(The relay's schema has one version yet: no older one to refuse.)"""
+    from muretai_cli.relay.store import SCHEMA
+
+    assert run_json("db", "init", "--relay", "--db", role.admin)[0] == 0
+    with psycopg.connect(role.admin, autocommit=True) as conn:
+        conn.execute("UPDATE relay.muretai_schema SET version = %s", (SCHEMA.latest + 1,))
+    refused = run("relay", "serve", "--url", "http://127.0.0.1:1", "--port", "0", "--db",
+                  role.admin)
+    assert refused.exit_code == 2 and "unknown-schema" in refused.stderr, refused.stderr
+    assert "a muretai at least as new" in refused.stderr
