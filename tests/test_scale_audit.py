@@ -297,7 +297,7 @@ def _connect_to(port: int, want: int, pids: set[int]) -> socket.socket:
     raise AssertionError(f"worker {want} was given no connection in 64 tries")
 
 
-def test_relay_workers_on_postgresql_wake_each_other(pg_url: str, tmp_path: Path) -> None:
+def test_relay_workers_on_postgresql_wake_each_other_and_share_deposits_and_acks(pg_url: str, tmp_path: Path) -> None:
     assert run_json("db", "init", "--relay", "--db", pg_url)[0] == 0
     proc = start_relay(tmp_path, "--db", pg_url, "--workers", "2").wait_ready()
     try:
@@ -317,6 +317,22 @@ def test_relay_workers_on_postgresql_wake_each_other(pg_url: str, tmp_path: Path
             status, doc = _read_answer(poller)
             assert status == 200 and [m["id"] for m in doc["messages"]] == [body["id"]]
             assert time.monotonic() - started < 5  # woken, long before the 20 s wait
+        # one deposit sent to both workers at once is stored once; an ack through one
+        # worker is seen by a listen through the other
+        carol = SigningKey.generate()
+        dups = [deposit_body(alice, carol, f"dup {i}") for i in range(5)]
+        with _connect_to(port, one, workers) as x, _connect_to(port, other, workers) as y:
+            for body in dups:
+                race([lambda s=s, b=body: _post_raw(s, "/send", b) for s in (x, y)])
+                assert [_read_answer(s)[0] for s in (x, y)] == [200, 200]
+            _post_raw(x, "/listen", listen_body(carol, RELAY_ORIGIN, wait=0))
+            status, doc = _read_answer(x)
+            ids = [m["id"] for m in doc["messages"]]
+            assert status == 200 and sorted(ids) == sorted(b["id"] for b in dups), doc
+            _post_raw(y, "/ack", listen_body(carol, RELAY_ORIGIN) | {"ids": ids})
+            assert _read_answer(y) == (200, {"acked": 5})
+            _post_raw(x, "/listen", listen_body(carol, RELAY_ORIGIN, wait=0))
+            assert _read_answer(x)[1]["messages"] == []
     finally:
         proc.stop()
 
