@@ -10,7 +10,7 @@ door runs as always (WAL, synchronous=NORMAL). One machine cannot show horizonta
 the load client shares its cores with the servers; the ratios are the point.
 
     python bench/scale.py [--messages 4000] [--clients 16] [--senders 400] [--rounds 3]
-                          [--no-relay] [--sqlite-durable] [--pg-async]
+                          [--no-relay | --no-door] [--sqlite-durable] [--pg-async]
 
 Prints lines on stderr and one JSON line on stdout.
 """
@@ -240,6 +240,7 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=400)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--no-relay", action="store_true", help="doors only")
+    parser.add_argument("--no-door", action="store_true", help="relays only")
     parser.add_argument("--rate-limits", action="store_true",
                         help="doors count both rate limits (set too high to refuse anything): "
                              "in memory on SQLite, in the database on PostgreSQL")
@@ -256,11 +257,11 @@ def main() -> None:
     args = parser.parse_args()
     env, pg_pid = start_pg(durable_commit=True)
     url = env["MURETAI_TEST_PG"]
-    cases: list[tuple[str, str | None, int, int | None, bool]] = [
+    cases: list[tuple[str, str | None, int, int | None, bool]] = [] if args.no_door else [
         ("1 process, SQLite", None, 1, None, False),
         ("1 process, PostgreSQL", url, 1, pg_pid, False),
         ("2 processes, PostgreSQL", url, 2, pg_pid, False)]
-    if args.sqlite_durable:
+    if args.sqlite_durable and not args.no_door:
         cases.append(("1 process, SQLite --durable", None, 1, None, False))
     if not args.no_relay:
         cases += [("relay: 1 process, SQLite", None, 1, None, True),
@@ -278,7 +279,7 @@ def main() -> None:
                                             durable=label.endswith("--durable")))
     finally:
         stop_pg(env)
-    if args.pg_async:
+    if args.pg_async and not args.no_door:
         env, pg_pid = start_pg(durable_commit=False)
         label = "2 processes, PG async commit"
         try:
@@ -289,7 +290,8 @@ def main() -> None:
     rows = [median_row(r) for label, r in runs.items() if not label.startswith("relay")]
     relay_rows = [median_row(r) for label, r in runs.items() if label.startswith("relay")]
     # ratios per round (each round's cases ran back to back), then their median
-    sqlite, two = runs["1 process, SQLite"], runs["2 processes, PostgreSQL"]
+    prefix = "relay: " if args.no_door else ""
+    sqlite, two = runs[f"{prefix}1 process, SQLite"], runs[f"{prefix}2 processes, PostgreSQL"]
     speed = [f(b, "accepted_per_s") / f(a, "accepted_per_s")
              for a, b in zip(sqlite, two, strict=True)]
     cpu = [f(b, "cpu_ms_per_accepted") / f(a, "cpu_ms_per_accepted")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -28,6 +29,24 @@ from muretai_cli.seam import (
 from muretai_cli.transport.server import bind, server_config
 from muretai_cli.urls import parse_base_url
 from tests.servers import run_uvicorn
+
+T = TypeVar("T")
+
+
+@dataclass
+class OnLoop:
+    """A relay driven as its server drives it: every route on one event loop of its own (a
+    PostgreSQL relay's group commit belongs to the loop that first used it)."""
+
+    relay: Relay
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
+
+    def __call__(self, work: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run_until_complete(work)
+
+    def close(self) -> None:
+        self.relay.close()
+        self.loop.close()
 
 
 @dataclass

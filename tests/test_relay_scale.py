@@ -24,39 +24,37 @@ from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import SigningKey
 from muretai_cli.urls import parse_base_url
 from tests.cli_helpers import run, run_json
-from tests.relay_helpers import deposit_body, listen_body
+from tests.relay_helpers import OnLoop, deposit_body, listen_body
 from tests.servers import start_relay
 
 URL = parse_base_url("https://relay.example")
 
 
-def relay_on(pg_url: str) -> Relay:
-    store = RelayStore.open(pg_url)
-    return Relay(RelayConfig(URL, RelayLimits()), store, notifier=PgNotifier(pg_url, store.db))
+def relay_on(pg_url: str, limits: RelayLimits | None = None) -> OnLoop:
+    return OnLoop(Relay(RelayConfig(URL, limits or RelayLimits()), RelayStore.open(pg_url),
+                        notifier=PgNotifier(pg_url)))
 
 
 @pytest.fixture
-def pair(pg_url: str) -> Iterator[tuple[Relay, Relay]]:
+def pair(pg_url: str) -> Iterator[tuple[OnLoop, OnLoop]]:
     a, b = relay_on(pg_url), relay_on(pg_url)
     yield a, b
-    a.store.close()
-    b.store.close()
+    a.close()
+    b.close()
 
 
-def _listen(relay: Relay, key: SigningKey, *, wait: float, epoch: int = 1) -> tuple[int, Any]:
+def _listen(relay: OnLoop, key: SigningKey, *, wait: float, epoch: int = 1
+            ) -> tuple[int, Any]:
     body = listen_body(key, URL.origin, epoch=epoch, wait=wait)
-
-    async def go() -> tuple[int, Any]:
-        answer = await relay.listen(json.dumps(body).encode())
-        assert answer is not None
-        return answer[0], json.loads(answer[1])
-
-    return asyncio.run(go())
+    answer = relay(relay.relay.listen(json.dumps(body).encode()))
+    assert answer is not None
+    return answer[0], json.loads(answer[1])
 
 
 def test_a_poll_on_one_relay_wakes_on_a_deposit_through_the_other(
-        pair: tuple[Relay, Relay]) -> None:
-    a, b = pair
+        pair: tuple[OnLoop, OnLoop]) -> None:
+    on_a, on_b = pair
+    b = on_b.relay
     alice, bob = SigningKey.generate(), SigningKey.generate()
 
     async def scenario() -> tuple[float, Any]:
@@ -70,27 +68,29 @@ def test_a_poll_on_one_relay_wakes_on_a_deposit_through_the_other(
             await asyncio.sleep(0.01)
         assert not poll.done()
         started = time.monotonic()
-        await asyncio.to_thread(a.send, json.dumps(deposit_body(alice, bob, "wake")).encode())
+        sent = json.dumps(deposit_body(alice, bob, "wake")).encode()
+        await asyncio.to_thread(on_a, on_a.relay.send(sent))  # on a's own loop
         answer = await asyncio.wait_for(poll, 10)
         await b.notifier.aclose()
         assert answer is not None
         return time.monotonic() - started, json.loads(answer[1])
 
-    took, doc = asyncio.run(scenario())
+    took, doc = on_b(scenario())
     assert [m["from"] for m in doc["messages"]] == [alice.did]
     assert took < 5  # woken by the signal, long before the 20 s wait
 
 
-def test_racing_duplicate_deposits_on_two_relays_store_one(pair: tuple[Relay, Relay]) -> None:
+def test_racing_duplicate_deposits_on_two_relays_store_one(
+        pair: tuple[OnLoop, OnLoop]) -> None:
     a, b = pair
     alice, bob = SigningKey.generate(), SigningKey.generate()
     raw = json.dumps(deposit_body(alice, bob, "once")).encode()
     answers: list[Any] = [None, None]
     gate = threading.Barrier(2)
 
-    def send(i: int, relay: Relay) -> None:
+    def send(i: int, relay: OnLoop) -> None:
         gate.wait()
-        answers[i] = relay.send(raw)
+        answers[i] = relay(relay.relay.send(raw))
 
     threads = [threading.Thread(target=send, args=(i, r)) for i, r in enumerate((a, b))]
     for t in threads:
@@ -98,19 +98,20 @@ def test_racing_duplicate_deposits_on_two_relays_store_one(pair: tuple[Relay, Re
     for t in threads:
         t.join()
     assert [x[0] for x in answers] == [200, 200]
-    assert len(a.store.waiting(bob.did, limit=10, since=0)[0]) == 1
+    assert len(a.relay.store.waiting(bob.did, limit=10, since=0)[0]) == 1
 
 
-def test_epochs_and_acks_are_shared(pair: tuple[Relay, Relay]) -> None:
+def test_epochs_and_acks_are_shared(pair: tuple[OnLoop, OnLoop]) -> None:
     a, b = pair
     alice, bob = SigningKey.generate(), SigningKey.generate()
-    assert a.send(json.dumps(deposit_body(alice, bob, "x", deposit_id="d1")).encode())[0] == 200
+    assert a(a.relay.send(json.dumps(deposit_body(alice, bob, "x", deposit_id="d1")).encode())
+             )[0] == 200
     status, doc = _listen(b, bob, wait=0, epoch=5)
     assert status == 200 and [m["id"] for m in doc["messages"]] == ["d1"]
     status, doc = _listen(a, bob, wait=0, epoch=4)
     assert status == 409
     ack = listen_body(bob, URL.origin, epoch=5) | {"ids": ["d1"]}
-    assert json.loads(a.ack(json.dumps(ack).encode())[1])["acked"] == 1
+    assert json.loads(a(a.relay.ack(json.dumps(ack).encode()))[1])["acked"] == 1
     assert _listen(b, bob, wait=0, epoch=5)[1]["messages"] == []
 
 

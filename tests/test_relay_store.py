@@ -76,7 +76,7 @@ def test_a_message_older_than_the_expiry_is_never_delivered(tmp_path: Path) -> N
     url = parse_base_url("https://relay.example")
     relay = Relay(RelayConfig(url, RelayLimits(expire_seconds=3600)),
                   RelayStore.open(tmp_path / "r.sqlite3"), clock=lambda: clock[0])
-    assert relay.send(json.dumps(deposit_body(ALICE, BOB)).encode())[0] == 200
+    assert asyncio.run(relay.send(json.dumps(deposit_body(ALICE, BOB)).encode()))[0] == 200
     clock[0] += 3601
 
     def listen() -> list[object]:
@@ -88,7 +88,7 @@ def test_a_message_older_than_the_expiry_is_never_delivered(tmp_path: Path) -> N
 
     assert listen() == []  # expired, even before it is pruned
     assert relay.store.waiting(BOB.did, limit=5, since=0)[0]  # still stored...
-    assert relay.send(json.dumps(deposit_body(ALICE, BOB)).encode())[0] == 200
+    assert asyncio.run(relay.send(json.dumps(deposit_body(ALICE, BOB)).encode()))[0] == 200
     assert len(relay.store.waiting(BOB.did, limit=5, since=0)[0]) == 1  # ...pruned by a deposit
     assert len(listen()) == 1
 

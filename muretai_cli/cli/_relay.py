@@ -129,7 +129,7 @@ def serve(
         if shared and db is not None:
             from muretai_cli.relay.pgnotify import PgNotifier
 
-            notifier = PgNotifier(db, own.db)
+            notifier = PgNotifier(db)
         relay = Relay(config, own, notifier=notifier)
         return uvicorn.Server(server_config(
             build_app(relay), host=host, port=bound[1], http=http,

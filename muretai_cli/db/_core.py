@@ -9,6 +9,8 @@ the two errors below, never as ``sqlite3`` or ``psycopg`` types.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -206,6 +208,18 @@ def padded_chunks(values: Sequence[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(values), size):
         chunk = list(values[start:start + size])
         yield chunk + [None] * (size - len(chunk))
+
+
+def json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Rows as one JSON array of objects: a whole batch as one parameter of one statement
+    (PostgreSQL's ``json_to_recordset``)."""
+    return json.dumps([dict(zip(columns, row, strict=True)) for row in rows],
+                      ensure_ascii=False, separators=(",", ":"))
+
+
+def lock_key(name: str) -> int:
+    """A signed 64-bit PostgreSQL advisory-lock key for a name (stable across processes)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
 @functools.lru_cache(maxsize=512)

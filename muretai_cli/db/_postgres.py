@@ -13,7 +13,6 @@ never reports success for it). The pool replaces broken connections in the backg
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from muretai_cli.db._core import (
     Params,
     Result,
     Tx,
+    lock_key,
     statements,
     to_format_style,
 )
@@ -50,11 +50,6 @@ _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 def redact(url: str) -> str:
     """The URL with any password replaced by ``***``."""
     return _PASSWORD.sub(r"\1***@", url)
-
-
-def lock_key(namespace: str) -> int:
-    """A signed 64-bit advisory-lock key for a schema name (stable across processes)."""
-    return int.from_bytes(hashlib.sha256(namespace.encode()).digest()[:8], "big", signed=True)
 
 
 def _unavailable(exc: Exception) -> DatabaseUnavailable:

@@ -999,9 +999,10 @@ _ACCEPT_COLUMNS = ("message_id", "sender", "context_id", "text", "sent", "receiv
 
 
 def _json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Rows as one JSON array of objects (PostgreSQL's ``json_to_recordset``)."""
-    return json.dumps([dict(zip(columns, row, strict=True)) for row in rows],
-                      ensure_ascii=False, separators=(",", ":"))
+    """Rows as one JSON parameter (``db.json_rows``, shared with the relay's store)."""
+    from muretai_cli.db import json_rows
+
+    return json_rows(columns, rows)
 
 
 def _door_taken(env: dict[str, Any]) -> bool:

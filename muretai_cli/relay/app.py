@@ -70,7 +70,7 @@ class RelayHTTP:
         if path.startswith(self.card_prefix) and b"/" not in path[len(self.card_prefix):]:
             if method in ("GET", "HEAD"):
                 did = unquote(path[len(self.card_prefix):].decode("latin-1"))
-                await answer(send, *self.relay.get_card(did), head=method == "HEAD")
+                await answer(send, *await self.relay.get_card(did), head=method == "HEAD")
             else:
                 await self._other(method, _GET_ALLOW, send)
             return
@@ -107,7 +107,7 @@ class RelayHTTP:
             return
         handler = {"send": self.relay.send, "ack": self.relay.ack,
                    "card": self.relay.put_card}[route]
-        await answer(send, *handler(raw))
+        await answer(send, *await handler(raw))
 
 
 async def _watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:
@@ -119,7 +119,8 @@ async def _watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:
 
 
 def build_app(relay: Relay) -> Starlette:
-    """The starlette app: the lifespan closes the store; every request goes to ``RelayHTTP``."""
+    """The starlette app: the lifespan closes the relay (its store); every request goes to
+    ``RelayHTTP``."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -128,7 +129,7 @@ def build_app(relay: Relay) -> Starlette:
             yield
         finally:
             await relay.notifier.aclose()
-            relay.store.close()
+            relay.close()
 
     app = Starlette(lifespan=lifespan)
     app.router.redirect_slashes = False

@@ -16,15 +16,17 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, NoReturn
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from muretai_cli.db import DatabaseUnavailable
+from muretai_cli.db import Batcher, DatabaseUnavailable
 from muretai_cli.errors import MuretaiError
 from muretai_cli.rate import KeyedBuckets, admit
 from muretai_cli.relay.notify import LocalNotifier, Notifier
+from muretai_cli.relay.store import Deposit, DepositOutcome
 from muretai_cli.seam import (
     ENVELOPE_MAX_AHEAD,
     b64decode_strict,
@@ -38,10 +40,11 @@ from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 from muretai_cli.transport.asgi import Headers
 
 if TYPE_CHECKING:
-    from muretai_cli.relay.store import RelayStore
+    from muretai_cli.relay.store import RelayStore, Waiting
     from muretai_cli.urls import BaseUrl
 
 log = logging.getLogger("uvicorn.error")
+T = TypeVar("T")
 Answer = tuple[int, bytes, Headers]
 JSON_HEADERS: Headers = ((b"content-type", b"application/json; charset=utf-8"),
                          (b"cache-control", b"no-store"),
@@ -159,8 +162,51 @@ def _did(doc: dict[str, Any], name: str) -> str:
     return did
 
 
+class StoreCalls:
+    """Where the relay's store calls run. On SQLite (one connection, one writer) on the
+    event loop itself, as they always did: nothing here waits. On a store with several
+    connections (PostgreSQL) never on the loop: deposits join a group commit (one worker
+    thread runs every deposit waiting in one transaction with one commit: ``db.Batcher``,
+    ``RelayStore.deposit_many``) and every other call runs on a small pool of threads, so
+    the loop serves other requests while the database answers."""
+
+    def __init__(self, store: RelayStore, *, max_waiting: int, channel: str | None) -> None:
+        self.store = store
+        self.max_waiting = max_waiting
+        self.channel = channel
+        self.threads: ThreadPoolExecutor | None = None
+        self.deposits: Batcher[Deposit, DepositOutcome] | None = None
+        if store.db.connections > 1:
+            self.threads = ThreadPoolExecutor(store.db.connections, thread_name_prefix="relay")
+            self.deposits = Batcher(self._deposit_many, name="relay-deposits")
+
+    def _deposit_many(self, items: list[Deposit]) -> list[DepositOutcome]:
+        return self.store.deposit_many(items, max_waiting=self.max_waiting,
+                                       channel=self.channel)
+
+    async def deposit(self, item: Deposit) -> DepositOutcome:
+        if self.deposits is None:
+            return self._deposit_many([item])[0]
+        return await self.deposits.submit(item)
+
+    async def call(self, work: Callable[[], T]) -> T:
+        if self.threads is None:
+            return work()
+        return await asyncio.get_running_loop().run_in_executor(self.threads, work)
+
+    def close(self) -> None:
+        """Run what is queued, then stop the worker and the threads."""
+        if self.deposits is not None:
+            self.deposits.close()
+        if self.threads is not None:
+            self.threads.shutdown(wait=True)
+
+
 class Relay:
-    """One relay for many DIDs: a store, rate limits and the long-poll wake-ups."""
+    """One relay for many DIDs: a store, rate limits and the long-poll wake-ups.
+
+    Every route is a coroutine; its store calls go through ``StoreCalls`` (in place on
+    SQLite, off the event loop on PostgreSQL)."""
 
     def __init__(self, config: RelayConfig, store: RelayStore, *,
                  clock: Callable[[], float] = time.time,
@@ -170,17 +216,36 @@ class Relay:
         self.store = store
         self.clock = clock
         self.notifier = notifier or LocalNotifier()
+        self.calls = StoreCalls(store, max_waiting=self.limits.max_waiting,
+                                channel=self.notifier.channel)
         self.origin = config.url.origin
         self._by_sender = KeyedBuckets(self.limits.per_sender)
         self._by_mailbox = KeyedBuckets(self.limits.per_mailbox)
         self._last_expire = 0.0
 
     # -- deposits ------------------------------------------------------------------------
-    def send(self, raw: bytes) -> Answer:
+    async def send(self, raw: bytes) -> Answer:
         """``POST <path>/send`` ``{to, from, from_enc, id, blob, sig}``."""
-        return self._guard(self._send, raw)
+        return await self._guard(self._send, raw)
 
-    def _send(self, raw: bytes) -> Answer:
+    async def _send(self, raw: bytes) -> Answer:
+        item = self._deposit(raw)
+        await self._maybe_expire(item.received)
+        outcome = await self.calls.deposit(item)
+        if outcome == "queued":
+            self.notifier.notify(item.to)  # other processes: signalled by its commit
+            return _ok({"queued": True, "id": item.id})
+        if outcome == "duplicate":
+            return _ok({"queued": True, "duplicate": True, "id": item.id})
+        if outcome == "id-reused":
+            raise Refusal(409, "id-reused", "that id already names another deposit for this "
+                                            "recipient; use a new id for new content")
+        raise Refusal(507, "mailbox-full", f"{self.limits.max_waiting} messages already wait "
+                                           "for this recipient")
+
+    def _deposit(self, raw: bytes) -> Deposit:
+        """A deposit's body checked, its signature verified and its rates taken (else a
+        refusal): what to store."""
         doc = _object(raw)
         to, sender = _did(doc, "to"), _did(doc, "from")
         sender_enc = _str(doc, "from_enc")
@@ -212,28 +277,16 @@ class Relay:
         if wait:
             raise Refusal(429, "rate-limited", f"too many deposits; retry in {wait} s",
                           ((b"retry-after", str(wait).encode()),))
-        self._maybe_expire(now)
-        outcome = self.store.deposit(to=to, sender=sender, sender_enc=sender_enc,
-                                     deposit_id=deposit_id, blob=blob, now=int(now),
-                                     max_waiting=self.limits.max_waiting)
-        if outcome == "queued":
-            self.notifier.notify(to)
-            return _ok({"queued": True, "id": deposit_id})
-        if outcome == "duplicate":
-            return _ok({"queued": True, "duplicate": True, "id": deposit_id})
-        if outcome == "id-reused":
-            raise Refusal(409, "id-reused", "that id already names another deposit for this "
-                                            "recipient; use a new id for new content")
-        raise Refusal(507, "mailbox-full", f"{self.limits.max_waiting} messages already wait "
-                                           "for this recipient")
+        return Deposit(to, sender, sender_enc, deposit_id, blob, int(now))
 
-    def _maybe_expire(self, now: float) -> None:
+    async def _maybe_expire(self, now: int) -> None:
         if now - self._last_expire >= 60:
             self._last_expire = now
-            self.store.expire(int(now) - self.limits.expire_seconds)
+            before = now - self.limits.expire_seconds
+            await self.calls.call(lambda: self.store.expire(before))
 
     # -- listeners -----------------------------------------------------------------------
-    def _listener(self, doc: dict[str, Any]) -> tuple[str, int]:
+    async def _listener(self, doc: dict[str, Any]) -> tuple[str, int]:
         """The DID a listen/ack body proves it holds, and its epoch (else 400/401/409)."""
         did = _did(doc, "did")
         minute = _int(doc, "minute", low=0, high=MAX_EPOCH)
@@ -247,12 +300,22 @@ class Relay:
         except MuretaiError:
             raise Refusal(401, "bad-token", "the listen token is not valid here and now; sign "
                                             "a fresh one for this relay") from None
-        claimed = self.store.claim_epoch(did, epoch)
+        claimed = await self.calls.call(
+            lambda: self.store.claim_epoch(did, epoch, channel=self.notifier.channel))
         if claimed == "superseded":
             raise _superseded()
         if claimed == "newer":
-            self.notifier.notify(did)  # held polls of an older epoch answer 409 now
+            self.notifier.notify(did)  # held polls of an older epoch answer 409 now (other
+            # processes': signalled by the claim's commit)
         return did, epoch
+
+    def _look(self, did: str, epoch: int | None, since: int
+              ) -> tuple[int | None, list[Waiting], bool]:
+        """``did``'s stored epoch (None unless ``epoch`` is given) and its waiting messages,
+        as ``store.waiting`` gives them."""
+        current = None if epoch is None else self.store.epoch(did)
+        found, more = self.store.waiting(did, limit=self.limits.batch, since=since)
+        return current, found, more
 
     def _since(self) -> int:
         return int(self.clock()) - self.limits.expire_seconds
@@ -266,7 +329,7 @@ class Relay:
             if not isinstance(wait, int | float) or isinstance(wait, bool) \
                     or not 0 <= wait <= self.limits.max_wait:
                 _malformed(f"wait must be a number of seconds from 0 to {self.limits.max_wait:g}")
-            did, epoch = self._listener(doc)
+            did, epoch = await self._listener(doc)
             return await self._hold(did, epoch, float(wait), gone)
         except Refusal as refusal:
             return refusal.answer()
@@ -280,11 +343,12 @@ class Relay:
         first = True
         while True:
             with self.notifier.subscribe(did) as sub:
-                if not first and self.store.epoch(did) != epoch:
-                    raise _superseded()
+                # after the first look, the epoch may have been taken over meanwhile
+                current, found, more = await self.calls.call(
+                    partial(self._look, did, None if first else epoch, self._since()))
                 first = False
-                found, more = self.store.waiting(did, limit=self.limits.batch,
-                                                 since=self._since())
+                if current != epoch and current is not None:
+                    raise _superseded()
                 left = deadline - loop.time()
                 if found or left <= 0:
                     return _ok({"messages": [m.to_json() for m in found], "more": more})
@@ -301,25 +365,26 @@ class Relay:
                 if gone.is_set():
                     return None
 
-    def ack(self, raw: bytes) -> Answer:
+    async def ack(self, raw: bytes) -> Answer:
         """``POST <path>/ack`` ``{did, minute, token, epoch, ids}``: delete those messages."""
-        return self._guard(self._ack, raw)
+        return await self._guard(self._ack, raw)
 
-    def _ack(self, raw: bytes) -> Answer:
+    async def _ack(self, raw: bytes) -> Answer:
         doc = _object(raw)
         ids = doc.get("ids")
         if not isinstance(ids, list) or len(ids) > MAX_ACK_IDS \
                 or not all(isinstance(i, str) and len(i) <= MAX_ID_CHARS for i in ids):
             _malformed(f"ids must be a list of at most {MAX_ACK_IDS} deposit ids")
-        did, _ = self._listener(doc)
-        return _ok({"acked": self.store.ack(did, list(dict.fromkeys(ids)))})
+        did, _ = await self._listener(doc)
+        unique = list(dict.fromkeys(ids))
+        return _ok({"acked": await self.calls.call(lambda: self.store.ack(did, unique))})
 
     # -- cards ---------------------------------------------------------------------------
-    def put_card(self, raw: bytes) -> Answer:
+    async def put_card(self, raw: bytes) -> Answer:
         """``POST <path>/card``: a signed card envelope, stored if newer than the last."""
-        return self._guard(self._put_card, raw)
+        return await self._guard(self._put_card, raw)
 
-    def _put_card(self, raw: bytes) -> Answer:
+    async def _put_card(self, raw: bytes) -> Answer:
         doc = _object(raw)
         card = doc.get("card")
         did = card.get("did") if isinstance(card, dict) else None
@@ -335,18 +400,18 @@ class Relay:
         if ts > self.clock() + ENVELOPE_MAX_AHEAD:
             raise Refusal(400, "bad-card", "ts is in the future by more than "
                                            f"{ENVELOPE_MAX_AHEAD} s")
-        envelope = {"v": 1, "typ": doc["typ"], "card": card, "ts": ts, "sig": doc["sig"]}
-        if not self.store.put_card(did, ts, _encode(envelope)):
+        envelope = _encode({"v": 1, "typ": doc["typ"], "card": card, "ts": ts, "sig": doc["sig"]})
+        if not await self.calls.call(lambda: self.store.put_card(did, ts, envelope)):
             raise Refusal(409, "stale-card", "the relay holds an envelope for this DID that is "
                                              "as new or newer (ts)")
         return _ok({"stored": True, "did": did, "ts": ts})
 
-    def get_card(self, did: str) -> Answer:
+    async def get_card(self, did: str) -> Answer:
         """``GET <path>/card/<did>``: the stored envelope, unverified by the reader's lights."""
         if _did_problem(did) is not None:
             return refusal_answer(404, "not-found", "no card for that DID")
         try:
-            stored = self.store.card(did)
+            stored = await self.calls.call(lambda: self.store.card(did))
         except DatabaseUnavailable:
             return _unavailable()
         if stored is None:
@@ -354,10 +419,15 @@ class Relay:
         return 200, stored.encode(), JSON_HEADERS
 
     # -- shared ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Run the deposits queued, stop the store's threads, close the store."""
+        self.calls.close()
+        self.store.close()
+
     @staticmethod
-    def _guard(route: Callable[[bytes], Answer], raw: bytes) -> Answer:
+    async def _guard(route: Callable[[bytes], Awaitable[Answer]], raw: bytes) -> Answer:
         try:
-            return route(raw)
+            return await route(raw)
         except Refusal as refusal:
             return refusal.answer()
         except DatabaseUnavailable:

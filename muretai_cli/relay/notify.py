@@ -3,7 +3,8 @@
 A listener subscribes BEFORE it looks at the store and waits only after finding nothing,
 so a change between the look and the wait is never missed. ``LocalNotifier`` serves one
 process (one event loop); ``pgnotify.PgNotifier`` serves several processes on one
-PostgreSQL database with its own signal (``LISTEN``/``NOTIFY``) behind the same methods.
+PostgreSQL database: the store's transaction that makes a change signals it on the
+notifier's ``channel`` (``NOTIFY``), and each process's ``LISTEN`` wakes its own polls.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ class Subscription(ABC):
 
 
 class Notifier(ABC):
+    # The PostgreSQL channel other processes LISTEN on; None: this process alone. A store
+    # on PostgreSQL signals a change there (``NOTIFY``) in the transaction that makes it,
+    # so other processes hear of it when, and only if, it commits.
+    channel: str | None = None
+
     @abstractmethod
     def subscribe(self, did: str) -> Subscription: ...
 
@@ -44,7 +50,7 @@ class Notifier(ABC):
 
     @abstractmethod
     def notify(self, did: str) -> None:
-        """Wake every subscription to ``did`` (cheap when nobody listens)."""
+        """Wake this process's subscriptions to ``did`` (cheap when nobody listens)."""
 
 
 class _LocalSubscription(Subscription):

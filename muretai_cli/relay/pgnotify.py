@@ -1,12 +1,14 @@
 """Waking long-polls across processes: PostgreSQL ``LISTEN``/``NOTIFY`` behind ``Notifier``.
 
 Every relay process on one database LISTENs on one channel (per relay schema) from a
-connection of its own, in its event loop. ``notify(did)`` wakes this process's polls at once
-and sends ``NOTIFY channel, did`` through the store's connection; each other process
-receives it and wakes its polls for that DID. A poll woken for nothing looks at the store
-and waits again, so a stray or doubled signal costs one read. When the LISTEN connection is
-lost, every held poll is woken on reconnection (a signal may have been missed meanwhile),
-and until then polls still end at their ``wait``.
+connection of its own, in its event loop. A change (a deposit queued, a newer listener)
+is signalled by the store in the transaction that makes it (``NOTIFY channel, did``:
+``RelayStore.deposit_many``, ``claim_epoch``), so the signal leaves with the commit, and
+only if it commits; ``notify(did)`` then wakes this process's own polls at once, and each
+other process receives the signal and wakes its polls for that DID. A poll woken for
+nothing looks at the store and waits again, so a stray or doubled signal costs one read.
+When the LISTEN connection is lost, every held poll is woken on reconnection (a signal may
+have been missed meanwhile), and until then polls still end at their ``wait``.
 """
 
 from __future__ import annotations
@@ -18,18 +20,20 @@ import logging
 import psycopg
 from psycopg import sql as pgsql
 
-from muretai_cli.db import Database, DatabaseUnavailable
 from muretai_cli.relay.notify import LocalNotifier, Notifier, Subscription
 
 log = logging.getLogger("uvicorn.error")
 RECONNECT_DELAY = 1.0
 
 
+CHANNEL = "muretai_relay"
+
+
 class PgNotifier(Notifier):
-    def __init__(self, url: str, db: Database, *, channel: str = "muretai_relay") -> None:
+    def __init__(self, url: str, *, channel: str = CHANNEL) -> None:
         self._url = url
-        self._db = db
         self._channel = channel
+        self.channel = channel
         self._local = LocalNotifier()
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()  # set while LISTEN is in place (for tests and health)
@@ -39,10 +43,6 @@ class PgNotifier(Notifier):
 
     def notify(self, did: str) -> None:
         self._local.notify(did)
-        try:
-            self._db.execute("SELECT pg_notify(?, ?)", (self._channel, did))
-        except DatabaseUnavailable as exc:  # the deposit is committed; polls find it later
-            log.warning("relay: could not signal other processes: %s", exc.detail)
 
     async def start(self) -> None:
         if self._task is None:

@@ -22,7 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from muretai_cli.db import Database, Schema, open_database, padded_chunks, require, upgrade
+from muretai_cli.db import (
+    Database,
+    Schema,
+    json_rows,
+    lock_key,
+    open_database,
+    padded_chunks,
+    require,
+    upgrade,
+)
 from muretai_cli.home import home_dir
 
 NAMESPACE = "relay"
@@ -44,6 +53,47 @@ EpochOutcome = Literal["current", "newer", "superseded"]
 def default_db_path() -> Path:
     """``$MURETAI_HOME/relay/relay.sqlite3``."""
     return home_dir() / "relay" / "relay.sqlite3"
+
+
+@dataclass(frozen=True, slots=True)
+class Deposit:
+    """One deposit to queue: checked and signed, not yet stored."""
+
+    to: str
+    sender: str
+    sender_enc: str
+    id: str
+    blob: str
+    received: int
+
+
+def _digest(blob: str) -> bytes:
+    """What tells an exact repeat of a deposit from new content under its id."""
+    return hashlib.sha256(blob.encode("ascii")).digest()
+
+
+# The relay's group commit on PostgreSQL (``deposit_many``), once its mailboxes are locked:
+# one statement reads the rows that hold the batch's ids (``old``), ranks each new deposit
+# among the batch's deposits into its mailbox (``k``), inserts those that fit beside what
+# the mailbox holds, in the order they came, and answers per deposit. Its snapshot does not
+# see its own inserts; the rank counts them.
+_DEPOSIT_COLUMNS = ("i", "t", "f", "e", "d", "b", "h", "r")
+_DEPOSITS_SQL = (
+    "WITH v AS (SELECT * FROM json_to_recordset(?::json) AS v(i int, t text, f text, e text, "
+    "d text, b text, h text, r bigint)), "
+    "old AS (SELECT v.i, m.from_did, m.digest FROM v JOIN relay_messages m "
+    "ON m.to_did = v.t AND m.id = v.d), "
+    "fresh AS (SELECT v.*, row_number() OVER (PARTITION BY v.t ORDER BY v.i) AS k FROM v "
+    "WHERE NOT EXISTS (SELECT 1 FROM old WHERE old.i = v.i)), "
+    "ins AS (INSERT INTO relay_messages (to_did, from_did, from_enc, id, blob, digest, "
+    "received) SELECT t, f, e, d, b, decode(h, 'hex'), r FROM fresh WHERE k + (SELECT "
+    "count(*) FROM relay_messages m WHERE m.to_did = fresh.t) <= ? ORDER BY i "
+    "ON CONFLICT (to_did, id) DO NOTHING RETURNING to_did, id) "
+    "SELECT v.i, ins.id IS NOT NULL, old.from_did, old.digest{notify} FROM v "
+    "LEFT JOIN ins ON ins.to_did = v.t AND ins.id = v.d LEFT JOIN old ON old.i = v.i")
+_DEPOSITS_NOTIFY_SQL = _DEPOSITS_SQL.format(
+    notify=", CASE WHEN ins.id IS NOT NULL THEN pg_notify(?, v.t) END")
+_DEPOSITS_SQL = _DEPOSITS_SQL.format(notify="")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,28 +141,83 @@ class RelayStore:
 
     def deposit(self, *, to: str, sender: str, sender_enc: str, deposit_id: str, blob: str,
                 now: int, max_waiting: int) -> DepositOutcome:
-        """Queue a deposit once. An id is unique per mailbox: the same sender with the same
-        blob is a duplicate (stored once); anything else under that id is ``id-reused``.
+        """Queue one deposit (``deposit_many`` of one)."""
+        return self.deposit_many([Deposit(to, sender, sender_enc, deposit_id, blob, now)],
+                                 max_waiting=max_waiting)[0]
 
-        The room check and the insert are one statement, so on SQLite (one writer) a mailbox
-        never holds more than ``max_waiting``; PostgreSQL workers racing for the last slot
-        may pass it by the few deposits in flight at that instant.
+    def deposit_many(self, items: Sequence[Deposit], *, max_waiting: int,
+                     channel: str | None = None) -> list[DepositOutcome]:
+        """Queue deposits, each once; their outcomes in order, each as if they had been
+        deposited one after another. An id is unique per mailbox: the same sender with the
+        same blob is a ``duplicate`` (stored once), anything else under that id ``id-reused``
+        (the first deposit under it wins, stored or in this batch); a mailbox holding
+        ``max_waiting`` messages takes no more (``mailbox-full``), this batch's earlier
+        deposits counted.
+
+        On SQLite each is its own statement (one writer: the cap is exact). On PostgreSQL
+        the whole batch is one transaction with one commit (the relay's group commit): it
+        first takes an advisory lock per mailbox it deposits into, in one order, so batches
+        of several processes into one mailbox run one after another (the cap is exact
+        across processes, and no two batches wait for each other in a circle) while other
+        mailboxes' batches run side by side; then one statement counts, checks and inserts
+        the whole batch. With ``channel`` the same transaction signals each recipient that
+        got a message (``NOTIFY``): other processes hear it when, and only if, it commits.
         """
-        digest = hashlib.sha256(blob.encode("ascii")).digest()
+        if self.db.dialect != "postgresql":
+            return [self._deposit_one(item, max_waiting) for item in items]
+        first: dict[tuple[str, str], int] = {}  # (to, id) -> its first deposit in the batch
+        for index, item in enumerate(items):
+            first.setdefault((item.to, item.id), index)
+        rows = [(i, items[i].to, items[i].sender, items[i].sender_enc, items[i].id,
+                 items[i].blob, _digest(items[i].blob).hex(), items[i].received)
+                for i in first.values()]
+        keys = sorted({lock_key(f"{NAMESPACE} mailbox {to}") for to, _ in first})
+        with self.db.transaction(exclusive=False) as tx:
+            tx.execute("SELECT pg_advisory_xact_lock(k) FROM unnest(?::bigint[]) AS k",
+                       (keys,))
+            # a new statement, a new snapshot: every batch that held these locks before
+            # has committed, and is counted
+            found = tx.all(_DEPOSITS_SQL if channel is None else _DEPOSITS_NOTIFY_SQL,
+                           (json_rows(_DEPOSIT_COLUMNS, rows), max_waiting,
+                            *(() if channel is None else (channel,))))
+        # per first deposit: stored, or the row that holds its id (sender, digest), or full
+        held: dict[int, tuple[str, bytes] | None] = {}
+        stored: set[int] = set()
+        for i, inserted, old_sender, old_digest, *_ in found:
+            if inserted:
+                stored.add(i)
+                held[i] = (items[i].sender, _digest(items[i].blob))
+            else:
+                held[i] = None if old_sender is None else (old_sender, bytes(old_digest))
+        out: list[DepositOutcome] = []
+        for index, item in enumerate(items):
+            winner = first[(item.to, item.id)]
+            if index == winner and index in stored:
+                out.append("queued")
+            elif (owner := held[winner]) is None:
+                out.append("mailbox-full")
+            else:
+                out.append("duplicate" if owner == (item.sender, _digest(item.blob))
+                           else "id-reused")
+        return out
+
+    def _deposit_one(self, item: Deposit, max_waiting: int) -> DepositOutcome:
+        digest = _digest(item.blob)
         # One statement on the common path: it inserts only into a mailbox with room and
         # only under an unused id; the rare refusals are told apart afterwards.
         inserted = self.db.execute(
             "INSERT INTO relay_messages (to_did, from_did, from_enc, id, blob, digest, received) "
             "SELECT ?, ?, ?, ?, ?, ?, ? WHERE (SELECT count(*) FROM relay_messages "
             "WHERE to_did=?) < ? ON CONFLICT (to_did, id) DO NOTHING",
-            (to, sender, sender_enc, deposit_id, blob, digest, now, to, max_waiting)).rowcount
+            (item.to, item.sender, item.sender_enc, item.id, item.blob, digest, item.received,
+             item.to, max_waiting)).rowcount
         if inserted > 0:
             return "queued"
         row = self.db.one("SELECT from_did, digest FROM relay_messages WHERE to_did=? AND id=?",
-                          (to, deposit_id))
+                          (item.to, item.id))
         if row is None:
             return "mailbox-full"
-        return "duplicate" if (row[0], bytes(row[1])) == (sender, digest) else "id-reused"
+        return "duplicate" if (row[0], bytes(row[1])) == (item.sender, digest) else "id-reused"
 
     def waiting(self, did: str, *, limit: int, since: int) -> tuple[list[Waiting], bool]:
         """Up to ``limit`` messages for ``did`` received at or after ``since``, oldest first,
@@ -142,9 +247,10 @@ class RelayStore:
         row = self.db.one("SELECT epoch FROM relay_listeners WHERE did=?", (did,))
         return None if row is None else int(row[0])
 
-    def claim_epoch(self, did: str, epoch: int) -> EpochOutcome:
+    def claim_epoch(self, did: str, epoch: int, *, channel: str | None = None) -> EpochOutcome:
         """Keep the newest epoch per DID: ``newer`` (this one took over), ``current``, or
-        ``superseded`` (a newer one holds it)."""
+        ``superseded`` (a newer one holds it). With ``channel`` (PostgreSQL) a takeover
+        signals ``did`` there when it commits (the older listener's held polls answer 409)."""
         stored = self.epoch(did)
         if stored == epoch:
             return "current"
@@ -155,7 +261,10 @@ class RelayStore:
                        "DO UPDATE SET epoch=excluded.epoch "
                        "WHERE relay_listeners.epoch < excluded.epoch", (did, epoch))
             row = tx.one("SELECT epoch FROM relay_listeners WHERE did=?", (did,))
-        return "newer" if row is not None and int(row[0]) == epoch else "superseded"
+            took = row is not None and int(row[0]) == epoch
+            if took and channel is not None and self.db.dialect == "postgresql":
+                tx.execute("SELECT pg_notify(?, ?)", (channel, did))
+        return "newer" if took else "superseded"
 
     def put_card(self, did: str, ts: int, envelope: str) -> bool:
         """Store ``did``'s card envelope if ``ts`` is newer than the stored one's."""
