@@ -204,22 +204,101 @@ def _race(pg_url: str, batch: list[list[Deposit]], max_waiting: int = 1000
     return results
 
 
-def test_duplicates_racing_in_two_processes_store_one_and_never_deadlock(
-        pg_url: str) -> None:
-    """Two processes' batches holding the same deposits, for many mailboxes, in opposite
-    orders: each deposit is stored once, the other copy answered a duplicate, and the
-    mailboxes are locked in one order (no deadlock: that would be a 503 for a batch)."""
+GATE = 424242  # an advisory lock a test holds to keep a batch in its COMMIT
+
+
+def _named(pg_url: str, name: str) -> RelayStore:
+    """A store (a process of its own) whose connections are named ``name`` on the server."""
+    return RelayStore.open(f"{pg_url}{'&' if '?' in pg_url else '?'}application_name={name}")
+
+
+def _waits(conn: psycopg.Connection[Any], name: str) -> bool:
+    """Whether a connection named ``name`` waits for a lock."""
+    return conn.execute(
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+        "WHERE NOT l.granted AND a.application_name = %s", (name,)).fetchone() != (0,)
+
+
+def _until(check: Any) -> None:
+    for _ in range(1000):
+        if check():
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError("the condition never held")
+
+
+def test_duplicates_racing_in_two_processes_store_one(pg_url: str) -> None:
+    """Process A's batch is held in its COMMIT (its rows written, not committed) while
+    process B's batch carries the same deposits: B waits for A's mailboxes, then finds
+    A's rows and answers each a duplicate. Each deposit is stored once."""
     alice = SigningKey.generate()
-    for _ in range(3):
-        boxes = [SigningKey.generate().did for _ in range(30)]
-        items = [Deposit(to, alice.did, alice.enc_pub, f"d-{n}", "QUJD" * 8, NOW)
-                 for n, to in enumerate(boxes)]
-        first, second = _race(pg_url, [items, items[::-1]])
-        for a, b in zip(first, second[::-1], strict=True):
-            assert {a, b} == {"queued", "duplicate"}
-        with psycopg.connect(pg_url) as conn:
-            assert conn.execute("SELECT count(*) FROM relay.relay_messages WHERE to_did = "
-                                "ANY(%s)", (boxes,)).fetchone() == (30,)
+    boxes = [SigningKey.generate().did for _ in range(5)]
+    items = [Deposit(to, alice.did, alice.enc_pub, f"d-{n}", "QUJD" * 8, NOW)
+             for n, to in enumerate(boxes)]
+    with psycopg.connect(pg_url, autocommit=True) as gate:
+        gate.execute(f"""CREATE FUNCTION relay.gate() RETURNS trigger LANGUAGE plpgsql
+            AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared({GATE}); RETURN NULL; END $$""")
+        gate.execute("CREATE CONSTRAINT TRIGGER gate AFTER INSERT ON relay.relay_messages "
+                     "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION relay.gate()")
+        stores = [_named(pg_url, "relay-a"), _named(pg_url, "relay-b")]
+        results: list[Any] = [None, None]
+
+        def run(i: int, batch: list[Deposit]) -> None:
+            try:
+                results[i] = stores[i].deposit_many(batch, max_waiting=1000)
+            except BaseException as exc:
+                results[i] = exc
+
+        try:
+            with gate.transaction():
+                gate.execute("SELECT pg_advisory_xact_lock(%s)", (GATE,))
+                a = threading.Thread(target=run, args=(0, items))
+                a.start()
+                _until(lambda: _waits(gate, "relay-a"))  # in its COMMIT, rows written
+                b = threading.Thread(target=run, args=(1, items[::-1]))
+                b.start()
+                # B waits too: for A's mailboxes (or, were they not locked, for its rows)
+                _until(lambda: _waits(gate, "relay-b"))
+            a.join()
+            b.join()
+        finally:
+            for store in stores:
+                store.close()
+            gate.execute("DROP TRIGGER gate ON relay.relay_messages")
+        assert results == [["queued"] * 5, ["duplicate"] * 5]
+        assert gate.execute("SELECT count(*) FROM relay.relay_messages WHERE to_did = "
+                            "ANY(%s)", (boxes,)).fetchone() == (5,)
+
+
+def test_a_batch_locks_its_mailboxes_in_one_order(pg_url: str) -> None:
+    """Two processes' batches over the same mailboxes never wait for each other in a
+    circle (PostgreSQL would abort one as a deadlock: a 503 for a whole batch): each takes
+    its mailboxes' locks in key order, whatever the order of its deposits. While one
+    mailbox is held elsewhere, the batch holds exactly the mailboxes before it."""
+    alice = SigningKey.generate()
+    boxes = [SigningKey.generate().did for _ in range(9)]
+    keys = {to: lock_key(f"relay mailbox {to}") for to in boxes}
+    middle = sorted(boxes, key=keys.__getitem__)[4]
+    items = [Deposit(to, alice.did, alice.enc_pub, "d", "QUJD" * 8, NOW) for to in boxes]
+    store = _named(pg_url, "relay-order")
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (keys[middle],))
+                batch = threading.Thread(target=store.deposit_many, args=(items,),
+                                         kwargs={"max_waiting": 10})
+                batch.start()
+                _until(lambda: _waits(conn, "relay-order"))
+                held = {(r[0] << 32 | r[1]) - (1 << 64) * (r[0] >= 1 << 31)
+                        for r in conn.execute(
+                            "SELECT l.classid::bigint, l.objid::bigint FROM pg_locks l JOIN "
+                            "pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = "
+                            "'advisory' AND l.granted AND a.application_name = %s",
+                            ("relay-order",))}
+            batch.join()
+        assert held == {k for k in keys.values() if k < keys[middle]}
+    finally:
+        store.close()
 
 
 def test_the_mailbox_cap_holds_exactly_across_processes(pg_url: str) -> None:
