@@ -311,12 +311,14 @@ def test_the_mailbox_cap_holds_exactly_across_processes(pg_url: str) -> None:
     assert len(stored(pg_url, bob)) == 10
 
 
-def test_a_deposit_waiting_for_the_database_leaves_the_loop_free(
-        relay: OnLoop, pg_url: str) -> None:
+def test_a_deposit_waiting_for_the_database_leaves_the_loop_free(pg_url: str) -> None:
     """Nothing a PostgreSQL relay asks its store runs on its event loop: while a deposit
     waits for its mailbox (another process holds it), listens and cards are answered;
     while a listen's epoch claim waits, deposits are."""
     alice, bob, carol = (SigningKey.generate() for _ in range(3))
+    # were a store call made on the loop, it would wait there for the lock (the test's
+    # own connection could never give it back): a lock timeout turns that into a failure
+    relay = _relay(f"{pg_url}{'&' if '?' in pg_url else '?'}options=-c%20lock_timeout%3D3s")
 
     async def scenario(conn: psycopg.Connection[Any]) -> None:
         r = relay.relay
@@ -345,8 +347,11 @@ def test_a_deposit_waiting_for_the_database_leaves_the_loop_free(
         answer = await asyncio.wait_for(claim, 10)
         assert answer is not None and answer[0] == 200
 
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        relay(scenario(conn))
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            relay(scenario(conn))
+    finally:
+        relay.close()
 
 
 def test_a_held_poll_answers_409_when_a_newer_listener_claims_through_another_process(
