@@ -110,9 +110,11 @@ def test_a_door_answers_503_while_its_database_is_away_and_serves_again_when_bac
             # the first meets a pooled connection that was cut; the second finds the pool
             # unable to open a new one (too many connections for the role)
             for _ in range(2):
-                lost = door.rpc(send_request(alice, door.did, "two", mid="m-two"))
-                assert lost["_status"] == 503 and "result" not in lost, lost
+                resp = door.post(send_request(alice, door.did, "two", mid="m-two"))
+                lost = resp.json()
+                assert resp.status_code == 503 and "result" not in lost, lost
                 assert _reason(lost) == "database-unavailable"
+                assert resp.headers["retry-after"] == "1"
             # the card already signed is still served
             assert door.get(door.address + "/.well-known/agent-card.json").status_code == 200
         finally:
