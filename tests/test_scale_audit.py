@@ -373,6 +373,26 @@ def test_sqlite_workers_share_replay_grant_uses_and_rate_limits_through_the_file
         proc.stop()
 
 
+def test_sqlite_workers_hold_one_request_per_stranger_and_an_approval_applies_to_all(
+        tmp_path: Path) -> None:
+    did = new_identity("door")
+    proc = start_serve(tmp_path, "door", "--dm-policy", "quarantine", "--workers", "2"
+                       ).wait_ready()
+    try:
+        wait_until(lambda: len(_children(proc.proc.pid)) == 2, "two workers run")
+        stranger = SigningKey.generate()
+        firsts = [send_request(stranger, did, f"hello {i}") for i in range(6)]
+        answers = race([lambda b=b: proc.rpc(b) for b in firsts])
+        assert [code_of(a) for a in answers] == [-32014] * 6, answers
+        ids = {a["error"]["data"]["requestId"] for a in answers}
+        assert len(ids) == 1, ids
+        assert run("op", "--as", "door", "requests", "approve", ids.pop()).exit_code == 0
+        for i in range(4):  # new connections: both workers see the approval
+            assert _fresh(proc.rpc(send_request(stranger, did, f"approved {i}")))
+    finally:
+        proc.stop()
+
+
 # -- several serve processes on one PostgreSQL database ------------------------------------
 @pytest.fixture
 def pg_door(pg_url: str) -> tuple[str, str]:
