@@ -498,3 +498,23 @@ def test_relay_serve_refuses_a_relay_schema_newer_than_it_knows(role: Role) -> N
                   role.admin)
     assert refused.exit_code == 2 and "unknown-schema" in refused.stderr, refused.stderr
     assert "a muretai at least as new" in refused.stderr
+
+
+def test_db_upgrade_run_from_several_machines_at_once_applies_each_migration_once(
+        pg_url: str) -> None:
+    """A rollout may run ``muretai db upgrade`` on every machine at once: each migration
+    runs in one exclusive transaction, so all of them succeed and the schema is built once."""
+    from muretai_cli.db import Database, open_database, upgrade, version_of
+
+    namespace = f"door_{secrets.token_hex(4)}"
+    databases: list[Database] = [open_database(pg_url, namespace=namespace) for _ in range(4)]
+    try:
+        results = race([lambda d=d: upgrade(d, door_schema()) for d in databases])
+        latest = door_schema().latest
+        # (a thread whose upgrade raised leaves None)
+        assert results.count((0, latest)) == 1, results
+        assert results.count((latest, latest)) == 3, results
+        assert version_of(databases[0], door_schema()) == latest
+    finally:
+        for database in databases:
+            database.close()
