@@ -310,12 +310,13 @@ class Relay:
         return did, epoch
 
     def _look(self, did: str, epoch: int | None, since: int
-              ) -> tuple[int | None, list[Waiting], bool]:
-        """``did``'s stored epoch (None unless ``epoch`` is given) and its waiting messages,
-        as ``store.waiting`` gives them."""
-        current = None if epoch is None else self.store.epoch(did)
+              ) -> tuple[bool, list[Waiting], bool]:
+        """Whether a newer listener holds ``did`` now (asked only with an ``epoch``), and
+        else its waiting messages as ``store.waiting`` gives them."""
+        if epoch is not None and self.store.epoch(did) != epoch:
+            return True, [], False
         found, more = self.store.waiting(did, limit=self.limits.batch, since=since)
-        return current, found, more
+        return False, found, more
 
     def _since(self) -> int:
         return int(self.clock()) - self.limits.expire_seconds
@@ -344,10 +345,10 @@ class Relay:
         while True:
             with self.notifier.subscribe(did) as sub:
                 # after the first look, the epoch may have been taken over meanwhile
-                current, found, more = await self.calls.call(
+                superseded, found, more = await self.calls.call(
                     partial(self._look, did, None if first else epoch, self._since()))
                 first = False
-                if current != epoch and current is not None:
+                if superseded:
                     raise _superseded()
                 left = deadline - loop.time()
                 if found or left <= 0:

@@ -73,16 +73,18 @@ def _digest(blob: str) -> bytes:
 
 
 # The relay's group commit on PostgreSQL (``deposit_many``), once its mailboxes are locked:
-# one statement reads the rows that hold the batch's ids (``old``), ranks each new deposit
-# among the batch's deposits into its mailbox (``k``), inserts those that fit beside what
-# the mailbox holds, in the order they came, and answers per deposit. Its snapshot does not
-# see its own inserts; the rank counts them.
+# one statement reads the rows that hold the batch's ids (``old``: an index probe per
+# deposit; the LIMIT keeps the planner, which takes a JSON batch for a hundred rows, from a
+# join that reads the whole table), ranks each new deposit among the batch's deposits into
+# its mailbox (``k``), inserts those that fit beside what the mailbox holds, in the order
+# they came, and answers per deposit. Its snapshot does not see its own inserts; the rank
+# counts them.
 _DEPOSIT_COLUMNS = ("i", "t", "f", "e", "d", "b", "h", "r")
 _DEPOSITS_SQL = (
     "WITH v AS (SELECT * FROM json_to_recordset(?::json) AS v(i int, t text, f text, e text, "
     "d text, b text, h text, r bigint)), "
-    "old AS (SELECT v.i, m.from_did, m.digest FROM v JOIN relay_messages m "
-    "ON m.to_did = v.t AND m.id = v.d), "
+    "old AS (SELECT v.i, m.from_did, m.digest FROM v, LATERAL (SELECT from_did, digest "
+    "FROM relay_messages WHERE to_did = v.t AND id = v.d LIMIT 1) m), "
     "fresh AS (SELECT v.*, row_number() OVER (PARTITION BY v.t ORDER BY v.i) AS k FROM v "
     "WHERE NOT EXISTS (SELECT 1 FROM old WHERE old.i = v.i)), "
     "ins AS (INSERT INTO relay_messages (to_did, from_did, from_enc, id, blob, digest, "
@@ -118,7 +120,8 @@ _ACK_SQL = ("DELETE FROM relay_messages WHERE to_did=? AND id IN ("  # noqa: S60
 
 
 class RelayStore:
-    """Mailboxes, listener epochs and cards. One owner (the relay's event loop)."""
+    """Mailboxes, listener epochs and cards. On SQLite one owner (the relay's event loop);
+    on PostgreSQL called from the relay's threads (its pool hands each its connection)."""
 
     def __init__(self, db: Database, *, create: bool = True) -> None:
         self.db = db
