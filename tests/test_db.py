@@ -168,3 +168,44 @@ def test_each_batch_is_a_view_of_its_own_and_placeholders_are_translated_once(
     finally:
         db.close()
     assert to_format_style.cache_info().maxsize == 512  # type: ignore[attr-defined]
+
+
+def test_a_process_frozen_inside_a_transaction_holds_its_store_for_a_bounded_time(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session left idle inside a transaction (its process frozen, its machine cut off)
+    is ended by the server, so the store's exclusive lock it held is free again; its own
+    transaction then fails as the database being away, never as a commit."""
+    from muretai_cli.db import _postgres
+
+    monkeypatch.setattr(_postgres, "IDLE_IN_TRANSACTION", "1s")  # 30 s in production
+    ns = f"t_{secrets.token_hex(4)}"
+    frozen, other = open_database(pg_url, namespace=ns), open_database(pg_url, namespace=ns)
+    upgrade(frozen, ONE)
+    holding, thaw = threading.Event(), threading.Event()
+    outcome: list[BaseException | None] = []
+
+    def freeze() -> None:
+        try:
+            with frozen.transaction() as tx:  # exclusive: holds the store's advisory lock
+                tx.execute("INSERT INTO items (name) VALUES ('frozen')")
+                holding.set()
+                thaw.wait(20)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=freeze)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        start = time.monotonic()
+        with other.transaction() as tx:  # waits for the lock until the server ends the other
+            tx.execute("INSERT INTO items (name) VALUES ('other')")
+        assert time.monotonic() - start < 10
+    finally:
+        thaw.set()
+        thread.join()
+    assert isinstance(outcome[0], DatabaseUnavailable), outcome
+    assert other.all("SELECT name FROM items") == [("other",)]
+    frozen.close()
+    other.close()

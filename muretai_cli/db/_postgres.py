@@ -20,6 +20,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql as pgsql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from muretai_cli.db._core import (
@@ -44,6 +45,15 @@ CHECKOUT_TIMEOUT = 2.0  # seconds a request waits for a connection before answer
 # 503 for 10 s after the database had returned.
 RECONNECT_WINDOW = 2.0
 POOL_SIZE = 4  # connections per process (and the door's threads that use them)
+# A process that stops mid-transaction (its machine lost, frozen, cut off) must not hold a
+# store's advisory lock or its rows for as long as TCP takes to notice: the server ends a
+# session left idle inside a transaction after this long (no transaction of muretai waits
+# on anything but the database between its statements).
+IDLE_IN_TRANSACTION = "30s"
+# libpq's TCP keepalives (for a server reached over TCP, unless the URL sets them): a lost
+# server is noticed in about 25 s instead of the system's default of hours.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+              "keepalives_count": 3}
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 
 
@@ -60,6 +70,12 @@ def _unavailable(exc: Exception) -> DatabaseUnavailable:
                                hint="check that the database server is up and reachable")
 
 
+# What says the server or the session is gone (the transaction did not commit): a lost
+# connection, and a session the server ended for idling inside a transaction (class 25).
+_AWAY = (psycopg.OperationalError, psycopg.InterfaceError,
+         psycopg.errors.IdleInTransactionSessionTimeout)
+
+
 @contextmanager
 def _engine_errors() -> Iterator[None]:
     """psycopg's errors as the layer's: a unique key's ``Conflict``, a lost server's
@@ -68,7 +84,7 @@ def _engine_errors() -> Iterator[None]:
         yield
     except psycopg.errors.IntegrityError as exc:
         raise Conflict("conflict", str(exc).strip()) from None
-    except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+    except _AWAY as exc:
         raise _unavailable(exc) from None
 
 
@@ -100,11 +116,14 @@ class PostgresDatabase(Database):
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             conn.execute(set_path)
+            conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'")
 
+        given = conninfo_to_dict(url)
         self._pool = ConnectionPool(
             url, min_size=1, max_size=max_size, open=True, configure=configure,
             timeout=checkout_timeout, reconnect_timeout=RECONNECT_WINDOW,
-            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT,
+                    **{k: v for k, v in KEEPALIVES.items() if k not in given}},
             name=f"muretai-{namespace}")
 
     @contextmanager
@@ -112,7 +131,7 @@ class PostgresDatabase(Database):
         try:
             with self._pool.connection() as conn:
                 yield conn
-        except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
+        except (*_AWAY, PoolTimeout) as exc:
             self._drop_broken()
             raise _unavailable(exc) from None
         except DatabaseUnavailable:
