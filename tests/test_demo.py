@@ -15,10 +15,15 @@ DEMO = [sys.executable, "-m", "muretai_cli", "demo"]
 
 def test_demo_passes_end_to_end(tmp_path: Path) -> None:
     env = {**os.environ, "MURETAI_HOME": str(tmp_path / "unused"), "NO_COLOR": "1"}
-    proc = subprocess.run([*DEMO, "--home", str(tmp_path / "demo")], capture_output=True,
-                          text=True, env=env, timeout=240, check=False)
+    pg = os.environ.get("MURETAI_TEST_PG")  # ./dev demo passes one when PostgreSQL is here
+    proc = subprocess.run([*DEMO, "--home", str(tmp_path / "demo"), *(["--pg", pg] if pg else [])],
+                          capture_output=True, text=True, env=env, timeout=240, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "demo passed" in proc.stdout
+    if pg:  # one door as two processes on one database: both messages in its one inbox
+        assert "--workers 2" in proc.stdout
+        assert '2 messages, verified, in one inbox: ["And on Monday morning?", ' \
+               '"Is the desk open on Sunday?"]' in proc.stdout
     assert "held for approval at http://127.0.0.1:" in proc.stdout, "the first contact was held"
     assert proc.stdout.count("UNEXPECTED") == 0
     # The shop's inbox itself (not the demo's echo of its own commands): the held first DM,

@@ -6,7 +6,8 @@ handoff check (and a refused redirect), a first DM held by quarantine, the owner
 a followed handoff, the persistent inbox, the shop's owner answering the visitor through
 the relay; then two people at two shells who meet through an invite (invite create, join,
 the claim honoured at turn-check) and then talk through the relay (dm, turn-check, reply),
-the first message let through by the invite, not by opening the door to strangers.
+the first message let through by the invite, not by opening the door to strangers; and,
+given a PostgreSQL database (``--pg``), one door served by two processes sharing it.
 
 Every step runs the real ``muretai`` command line in a subprocess (so the demo exercises
 exactly what a user types) and checks its exit code. It exits 0 only if every step did.
@@ -33,6 +34,8 @@ from typing import Annotated
 import typer
 
 from muretai_cli.cli._out import emit_json_line, note, say
+from muretai_cli.db import is_postgres_url, redact
+from muretai_cli.errors import InputError
 
 
 @dataclass
@@ -50,7 +53,8 @@ class Demo:
 
     @property
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k != "MURETAI_KEYS"}
+        # the demo's own home and stores: never the caller's keys or database
+        env = {k: v for k, v in os.environ.items() if k not in ("MURETAI_KEYS", "MURETAI_DB")}
         env["MURETAI_HOME"] = str(self.home)
         env.setdefault("NO_COLOR", "1")
         return env
@@ -292,19 +296,69 @@ def conversation_part(demo: Demo) -> None:
              "inbox", "--peer", carol)
 
 
+def scale_part(demo: Demo, pg: str) -> None:
+    """One door identity served by two processes (``--workers 2``) from one PostgreSQL
+    database: its store made explicitly, messages taken by either process, one inbox."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    demo.run("a busy desk gets an identity of its own", "id", "new", "desk")
+    desk = demo.did_of("desk")
+    demo.run("its store is made in PostgreSQL, explicitly (a server never makes one)", "db",
+             "init", "--as", "desk", "--db", pg)
+    demo.show(f"\n[*] start the door as two processes on one port and one database: muretai "
+              f"serve --as desk --url {url} --port {port} --db {redact(pg)} --workers 2 "
+              "--dm-policy open")
+    door = subprocess.Popen(  # noqa: S603 - our own CLI, list argv
+        [sys.executable, "-m", "muretai_cli", "serve", "--as", "desk", "--url", url,
+         "--port", str(port), "--db", pg, "--workers", "2", "--dm-policy", "open"],
+        env=demo.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        if not _wait_for_card(url, door):
+            demo.failures.append(f"the two-process door did not come up at {url}")
+            return
+        for text in ("Is the desk open on Sunday?", "And on Monday morning?"):
+            demo.run("alice writes to the desk (either process may take it)", "op", "--as",
+                     "alice", "dm", desk, text, "--connect", url)
+        shown = demo.run("the desk's owner reads one inbox, from the database both processes "
+                         "share", "op", "--as", "desk", "inbox", "--db", pg, "--json",
+                         show=False)
+        rows = _messages(shown)
+        texts = sorted(str(m.get("text")) for m in rows)
+        if texts != ["And on Monday morning?", "Is the desk open on Sunday?"] \
+                or not all(m.get("verified") is True for m in rows):
+            demo.failures.append(f"the desk's inbox on PostgreSQL holds {texts}")
+            return
+        demo.show(f"    {len(texts)} messages, verified, in one inbox: {json.dumps(texts)}")
+        demo.run("the schema is this program's version", "db", "status", "--as", "desk",
+                 "--db", pg)
+    finally:
+        _stop(door)
+
+
+def _messages(proc: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
+    rows = _json(proc).get("messages")
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
 def demo(
     home: Annotated[Path | None, typer.Option(
         "--home", help="Use this folder as MURETAI_HOME (default: a new temporary one).")] = None,
+    pg: Annotated[str | None, typer.Option(
+        "--pg", metavar="URL", help="Also serve one door as two processes from this "
+        "PostgreSQL database (a new schema for a new identity; ./dev demo passes a "
+        "throwaway one when PostgreSQL is installed).")] = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="A JSON line per step on stdout (ok first), then a last 'done' line.")
     ] = False,
 ) -> None:
     """Run the main job end to end on loopback, in a throwaway home, and check every step."""
+    if pg is not None and not is_postgres_url(pg):
+        raise InputError("bad-db", "--pg takes a postgresql:// URL")
     if home is not None:
-        _run_demo(home, json_out)
+        _run_demo(home, json_out, pg)
         return
     with throwaway_home() as root:
-        _run_demo(root, json_out)
+        _run_demo(root, json_out, pg)
 
 
 @contextlib.contextmanager
@@ -326,7 +380,7 @@ def throwaway_home() -> Iterator[Path]:
             signal.signal(sig, handler)
 
 
-def _run_demo(root: Path, json_out: bool = False) -> None:
+def _run_demo(root: Path, json_out: bool = False, pg: str | None = None) -> None:
     note(f"demo home: {root}")
     run = Demo(root, json_out=json_out)
     offline_part(run)
@@ -337,6 +391,8 @@ def _run_demo(root: Path, json_out: bool = False) -> None:
                 online_part(run)
             if not run.failures:
                 conversation_part(run)
+    if pg is not None and not run.failures:
+        scale_part(run, pg)
     if json_out:
         emit_json_line({"ok": not run.failures, "event": "done", "steps": run.steps,
                         "failures": run.failures})
