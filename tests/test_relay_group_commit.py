@@ -318,7 +318,7 @@ def test_a_deposit_waiting_for_the_database_leaves_the_loop_free(pg_url: str) ->
     alice, bob, carol = (SigningKey.generate() for _ in range(3))
     # were a store call made on the loop, it would wait there for the lock (the test's
     # own connection could never give it back): a lock timeout turns that into a failure
-    relay = _relay(f"{pg_url}{'&' if '?' in pg_url else '?'}options=-c%20lock_timeout%3D3s")
+    relay = _relay(f"{pg_url}{'&' if '?' in pg_url else '?'}options=-c%20lock_timeout%3D10s")
 
     async def scenario(conn: psycopg.Connection[Any]) -> None:
         r = relay.relay
