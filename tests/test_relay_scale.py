@@ -148,7 +148,7 @@ def test_relay_workers_need_postgresql_and_an_initialised_schema(pg_server: str)
     missing = run("relay", "serve", "--url", "http://127.0.0.1:1", "--port", "0",
                   "--db", pg_server)  # the server's own database: no relay schema there
     assert missing.exit_code == 2 and "muretai db init" in missing.stderr
-    assert "--relay" in missing.stderr
+    assert f"--relay --db {pg_server}" in missing.stderr  # the command that fixes it, whole
 
 
 def test_kill_9_of_one_relay_process_loses_nothing_queued_and_stores_nothing_twice(

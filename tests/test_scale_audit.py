@@ -184,6 +184,7 @@ def test_a_relay_deposit_on_a_full_database_is_503_never_queued(role: Role,
         _raise_in(role.admin, "relay", "relay_messages", "53100")
         refused = httpx.post(relay.base + "/send", json=body, timeout=10)
         assert refused.status_code == 503 and refused.json().get("queued") is None, refused.text
+        assert refused.headers["retry-after"] == "1"
         _lift(role.admin, "relay", "relay_messages")
         assert httpx.post(relay.base + "/send", json=body, timeout=10).json()["queued"] is True
         got = httpx.post(relay.base + "/listen", json=listen_body(bob, RELAY_ORIGIN, wait=0),
@@ -518,3 +519,16 @@ def test_db_upgrade_run_from_several_machines_at_once_applies_each_migration_onc
     finally:
         for database in databases:
             database.close()
+
+
+def test_relay_serve_takes_its_database_from_muretai_db(pg_url: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``relay serve`` reads ``MURETAI_DB`` as ``db init --relay`` does: the schema one made
+    is the one the other serves (not a SQLite file beside it)."""
+    monkeypatch.setenv("MURETAI_DB", pg_url)
+    assert run_json("db", "init", "--relay")[0] == 0
+    relay = start_relay(tmp_path).wait_ready()
+    try:
+        assert b"(schema relay)" in relay.log.read_bytes(), relay.log.read_text()
+    finally:
+        relay.stop()

@@ -29,8 +29,9 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to bind (0: any free port).")] = 8790,
     db: Annotated[str | None, typer.Option(
-        "--db", help="SQLite file or postgresql:// URL (default: $MURETAI_HOME/relay/"
-                     "relay.sqlite3).")] = None,
+        "--db", envvar="MURETAI_DB", show_envvar=True,
+        help="SQLite file or postgresql:// URL (default: $MURETAI_HOME/relay/"
+             "relay.sqlite3), as for `db init --relay`.")] = None,
     max_body: Annotated[int, typer.Option("--max-body", help="Largest request body, bytes.")]
     = 512 * 1024,
     max_blob: Annotated[int, typer.Option("--max-blob", help="Largest blob, base64 characters.")]

@@ -441,4 +441,5 @@ def _superseded() -> Refusal:
 
 def _unavailable() -> Answer:
     log.warning("relay: the database is unavailable")
-    return refusal_answer(503, "unavailable", "the relay's store is unavailable; retry later")
+    return Refusal(503, "unavailable", "the relay's store is unavailable; retry later",
+                   ((b"retry-after", b"1"),)).answer()

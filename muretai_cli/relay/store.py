@@ -29,6 +29,7 @@ from muretai_cli.db import (
     lock_key,
     open_database,
     padded_chunks,
+    redact,
     require,
     upgrade,
 )
@@ -123,13 +124,14 @@ class RelayStore:
     """Mailboxes, listener epochs and cards. On SQLite one owner (the relay's event loop);
     on PostgreSQL called from the relay's threads (its pool hands each its connection)."""
 
-    def __init__(self, db: Database, *, create: bool = True) -> None:
+    def __init__(self, db: Database, *, create: bool = True,
+                 fix: str = "muretai db {verb} --relay --db URL") -> None:
         self.db = db
         try:
             if create:
                 upgrade(db, SCHEMA)
             else:
-                require(db, SCHEMA, fix="muretai db {verb} --relay --db URL")
+                require(db, SCHEMA, fix=fix)
         except BaseException:
             db.close()
             raise
@@ -139,8 +141,9 @@ class RelayStore:
              create: bool = True) -> RelayStore:
         """A SQLite path or a ``postgresql://`` URL; the default file when None. With
         ``create=False`` the schema must already be this program's (``muretai db init``)."""
-        return cls(open_database(target or default_db_path(), namespace=NAMESPACE,
-                                 durable=durable), create=create)
+        where = target or default_db_path()
+        return cls(open_database(where, namespace=NAMESPACE, durable=durable), create=create,
+                   fix=f"muretai db {{verb}} --relay --db {redact(str(where))}")
 
     def deposit(self, *, to: str, sender: str, sender_enc: str, deposit_id: str, blob: str,
                 now: int, max_waiting: int) -> DepositOutcome:
