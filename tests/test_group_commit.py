@@ -213,33 +213,13 @@ def test_a_batch_of_rate_counts_admits_as_one_at_a_time_would(backend: str) -> N
 
 
 def test_rate_counts_of_two_processes_add_up_exactly(pg_url: str) -> None:
-    """Two processes' batches over the same buckets, racing: exactly the limit admitted,
-    never a deadlock (the buckets are locked in one order)."""
-    did = SigningKey.generate().did
-    stores = [door_store(did, pg_url) for _ in range(2)]
-    gate = threading.Barrier(2)
-    waits: list[list[int]] = [[], []]
-
-    def run(i: int) -> None:
-        senders = [f"s{n:02d}" for n in range(30)]
-        order = senders if i == 0 else senders[::-1]
-        gate.wait()
-        for chunk in range(0, 30, 5):
-            waits[i] += stores[i].take_rates(
-                [([(s, 1), ("*", 40)], 6_000_000) for s in order[chunk:chunk + 5]])
-
-    try:
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        admitted = sum(w == 0 for ws in waits for w in ws)
-        assert admitted == 30  # each sender once (its bucket holds 1), under the total's 40
-        assert dict(stores[0].db.all("SELECT bucket, used FROM rate"))["*"] == 30
-    finally:
-        for store in stores:
-            store.close()
+    """Two processes' batches of counts alone (``take_rates``, before a hold) over the same
+    buckets, racing: exactly the limit admitted, never a deadlock (buckets locked in one
+    order)."""
+    admitted, counts, inbox = _two_processes_counting(pg_url, 1, 40, opposite=True,
+                                                      commit=False)
+    assert admitted == 30 and inbox == 0  # each sender once (its bucket holds 1), under 40
+    assert counts["*"] == 30
 
 
 def test_rates_counted_with_the_commit_admit_as_one_at_a_time_would(backend: str) -> None:
@@ -290,22 +270,30 @@ def test_a_door_counts_shared_limits_on_every_path(pg_url: str, policy: str) -> 
             loop.close()
 
 
-def test_rates_counted_with_commits_in_two_processes_add_up_exactly(pg_url: str) -> None:
-    """Two processes' group commits counting the same buckets, racing: exactly the limit
-    admitted and committed, never a deadlock (buckets locked in one order, then rows)."""
+def _two_processes_counting(pg_url: str, per_sender: int, total: int, *, opposite: bool,
+                            commit: bool = True) -> tuple[int, dict[str, int], int]:
+    """Two processes' group commits (two stores on one database), racing: each commits one
+    message from each of 30 senders, five to a batch, counted against ``(sender,
+    per_sender)`` and ``("*", total)`` (in opposite sender orders if ``opposite``; only
+    counted, through ``take_rates``, unless ``commit``). What was admitted, the counts
+    left, and the inbox's size."""
     did = SigningKey.generate().did
     stores = [door_store(did, pg_url) for _ in range(2)]
     gate = threading.Barrier(2)
-    results: list[list[tuple[bool, int]]] = [[], []]
+    results: list[list[bool]] = [[], []]
 
     def run(i: int) -> None:
         senders = [f"did:key:z6Mk{n:02d}" for n in range(30)]
-        order = senders if i == 0 else senders[::-1]
+        order = senders[::-1] if opposite and i == 1 else senders
         gate.wait()
         for chunk in range(0, 30, 5):
-            results[i] += stores[i].lookup_and_accept([], [
-                (env(f"{i}-{s}", f"{i}", s), NOW, [(s, 1), ("*", 40)])
-                for s in order[chunk:chunk + 5]])[1]
+            batch = [(env(f"{i}-{s}", f"{i}", s), NOW, [(s, per_sender), ("*", total)])
+                     for s in order[chunk:chunk + 5]]
+            if commit:
+                results[i] += [ok for ok, _ in stores[i].lookup_and_accept([], batch)[1]]
+            else:
+                results[i] += [wait == 0 for wait in stores[i].take_rates(
+                    [(limits, now) for _, now, limits in batch])]
 
     try:
         threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
@@ -313,12 +301,20 @@ def test_rates_counted_with_commits_in_two_processes_add_up_exactly(pg_url: str)
             t.start()
         for t in threads:
             t.join()
-        assert sum(accepted for r in results for accepted, _ in r) == 30
-        assert len(stores[0].inbox(None)) == 30  # each sender once (its bucket holds 1)
-        assert dict(stores[0].db.all("SELECT bucket, used FROM rate"))["*"] == 30
+        admitted = sum(ok for r in results for ok in r)
+        return (admitted, dict(stores[0].db.all("SELECT bucket, used FROM rate")),
+                len(stores[0].inbox(None)))
     finally:
         for store in stores:
             store.close()
+
+
+def test_rates_counted_with_commits_in_two_processes_add_up_exactly(pg_url: str) -> None:
+    """Two processes' group commits counting the same buckets, racing: exactly the limit
+    admitted and committed, never a deadlock (buckets locked in one order, then rows)."""
+    admitted, counts, inbox = _two_processes_counting(pg_url, 1, 40, opposite=True)
+    assert admitted == inbox == 30  # each sender once (its bucket holds 1)
+    assert counts["*"] == 30
 
 
 def test_the_relay_a_message_names_is_kept_from_a_batch(backend: str) -> None:
@@ -344,30 +340,7 @@ def test_a_shared_total_filling_under_two_processes_is_never_passed(pg_url: str)
     """Two processes' batches racing for the last of the door's total: the count never
     passes the limit, it equals what was admitted, and at most a batch is refused early
     (a batch whose bucket filled gives back what its first statement added)."""
-    did = SigningKey.generate().did
-    stores = [door_store(did, pg_url) for _ in range(2)]
-    gate = threading.Barrier(2)
-    results: list[list[tuple[bool, int]]] = [[], []]
-
-    def run(i: int) -> None:
-        senders = [f"did:key:z6Mk{n:02d}" for n in range(30)]
-        gate.wait()
-        for chunk in range(0, 30, 5):
-            results[i] += stores[i].lookup_and_accept([], [
-                (env(f"{i}-{s}", f"{i}", s), NOW, [(s, 5), ("*", 17)])
-                for s in senders[chunk:chunk + 5]])[1]
-
-    try:
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        admitted = sum(accepted for r in results for accepted, _ in r)
-        counts = dict(stores[0].db.all("SELECT bucket, used FROM rate"))
-        assert 17 - 5 <= admitted <= 17
-        assert counts["*"] == admitted == len(stores[0].inbox(None))
-        assert sum(u for b, u in counts.items() if b != "*") == admitted  # all or none
-    finally:
-        for store in stores:
-            store.close()
+    admitted, counts, inbox = _two_processes_counting(pg_url, 5, 17, opposite=False)
+    assert 17 - 5 <= admitted <= 17
+    assert counts["*"] == admitted == inbox
+    assert sum(u for b, u in counts.items() if b != "*") == admitted  # all or none
