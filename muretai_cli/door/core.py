@@ -170,105 +170,41 @@ class _Accept:
     limits: Limits
 
 
-@dataclass(frozen=True, slots=True)
-class Take:
-    """A verified message/send's whole store step, in one trip to a group commit: its replay
-    and sender lookup, then (not a replay, and the policy settled by the sender's status
-    alone) its rate count and commit."""
-
-    env: dict[str, Any]  # the admitted message: six fields, sig, reply, relay, replyTo, wba
-    now: int
-    limits: Limits  # the shared rate buckets it counts against
-    policy: Policy
-
-
-@dataclass(frozen=True, slots=True)
-class Taken:
-    """What became of a ``Take``. ``seen``: its messageId was taken (nothing else done).
-    ``consult``: the policy needs the store for this sender (nothing counted or written;
-    ``status`` is the sender's). Else ``refusal`` (the policy's, counted) or the commit:
-    ``wait`` > 0 when a rate limit refused it, else ``accepted`` (False: a replay)."""
-
-    seen: bool = False
-    consult: bool = False
-    status: str | None = None
-    refusal: RpcError | None = None
-    accepted: bool = False
-    wait: int = 0
-
-
-_Item = _Lookup | _Accept | Take
-_Result = tuple[bool, str | None] | tuple[bool, int] | Taken
-
-
 class Grouped(InPlace):
-    """A shared store's calls (PostgreSQL) from the event loop. A verified message's store
-    step (``Take``: lookup, rate count, commit) joins one group commit: every step waiting
-    goes to the database together (one statement of lookups, one of rate counts, one of
-    commits with one disk flush; ``db.Batcher``, ``DoorStore.lookup_and_accept``). The
-    other paths' lookups and commits join the same batches; anything else runs on the
-    door's threads."""
+    """A shared store's calls (PostgreSQL) from the event loop. The hot path's two (the
+    replay and sender lookup before the signature; the rate count and commit after it)
+    join one group commit: every lookup and every commit waiting go to the database
+    together, in one round trip and one transaction with one disk flush (``db.Batcher``,
+    ``DoorStore.lookup_and_accept``). Anything else runs on the door's threads."""
 
     def __init__(self, store: DoorStore, threads: ThreadPoolExecutor) -> None:
         self.threads = threads
         self.store = store
-        self.batches: Batcher[_Item, _Result] = Batcher(self._run, name="door-commits")
+        self.batches: Batcher[_Lookup | _Accept, tuple[bool, str | None] | tuple[bool, int]] = \
+            Batcher(self._run, name="door-commits")
         # rate counts taken before the policy's store calls: one transaction per batch
         self.rates: Batcher[tuple[Limits, int], int] = Batcher(store.take_rates,
                                                                name="door-rates")
 
-    def _run(self, items: list[_Item]) -> list[_Result]:
+    def _run(self, items: list[_Lookup | _Accept]
+             ) -> list[tuple[bool, str | None] | tuple[bool, int]]:
         """A batch's results in its order: a lookup's (seen, status), an accept's
-        (accepted, wait), a take's ``Taken``."""
-        store = self.store
-        looked = iter(store.lookup_and_accept(
-            [(i.env["messageId"], i.env["from"], i.now) if isinstance(i, Take)
-             else (i.message_id, i.sender, i.now)
-             for i in items if isinstance(i, _Lookup | Take)], [])[0])
-        results: dict[int, _Result] = {}
-        accepts: list[tuple[int, tuple[dict[str, Any], int, Limits]]] = []
-        refused: list[tuple[int, RpcError, Take]] = []
-        for index, item in enumerate(items):
-            if isinstance(item, _Accept):
-                accepts.append((index, (item.env, item.now, item.limits)))
-                continue
-            seen, status = next(looked)
-            if isinstance(item, _Lookup):
-                results[index] = (seen, status)
-            elif seen:
-                results[index] = Taken(seen=True)
-            elif consent.consults_store(item.policy, status):
-                results[index] = Taken(consult=True, status=status)
-            elif (refusal := consent.settled(item.policy, status)) is not None:
-                refused.append((index, refusal, item))  # counted as every verified request
-            else:
-                accepts.append((index, (item.env, item.now, item.limits)))
-        if refused:
-            waits = store.take_rates([(t.limits, t.now) for _, _, t in refused])
-            for (index, refusal, _), wait in zip(refused, waits, strict=True):
-                results[index] = Taken(refusal=refusal, wait=wait)
-        if accepts:
-            done = store.lookup_and_accept([], [a for _, a in accepts])[1]
-            for (index, _), (ok, wait) in zip(accepts, done, strict=True):
-                results[index] = (Taken(accepted=ok, wait=wait)
-                                  if isinstance(items[index], Take) else (ok, wait))
-        return [results[index] for index in range(len(items))]
-
-    async def take(self, item: Take) -> Taken:
-        taken = await self.batches.submit(item)
-        if not isinstance(taken, Taken):
-            raise RuntimeError("door-commits: a take answered as a lookup")
-        return taken
+        (accepted, wait)."""
+        lookups = [(i.message_id, i.sender, i.now) for i in items if isinstance(i, _Lookup)]
+        accepts = [(i.env, i.now, i.limits) for i in items if isinstance(i, _Accept)]
+        looked, accepted = self.store.lookup_and_accept(lookups, accepts)
+        done_l, done_a = iter(looked), iter(accepted)
+        return [next(done_l) if isinstance(item, _Lookup) else next(done_a) for item in items]
 
     async def lookup(self, store: DoorStore, message_id: str, sender: str, now: int
                      ) -> tuple[bool, str | None]:
-        seen, status = _pair(await self.batches.submit(_Lookup(message_id, sender, now)))
-        return seen, None if status is None else str(status)
+        seen, status = await self.batches.submit(_Lookup(message_id, sender, now))
+        return bool(seen), None if status is None else str(status)
 
     async def accept(self, store: DoorStore, env: dict[str, Any], now: int, limits: Limits
                      ) -> tuple[bool, int]:
-        accepted, wait = _pair(await self.batches.submit(_Accept(env, now, limits)))
-        return accepted, int(wait or 0)
+        accepted, wait = await self.batches.submit(_Accept(env, now, limits))
+        return bool(accepted), int(wait or 0)
 
     async def take_rate(self, store: DoorStore, limits: Limits, now: int) -> int:
         return await self.rates.submit((limits, now))
@@ -279,12 +215,6 @@ class Grouped(InPlace):
     def close(self) -> None:
         self.batches.close()
         self.rates.close()
-
-
-def _pair(result: _Result) -> tuple[bool, Any]:
-    if isinstance(result, Taken):
-        raise RuntimeError("door-commits: a lookup or accept answered as a take")
-    return bool(result[0]), result[1]
 
 
 def at_once(work: Coroutine[Any, Any, T]) -> T:
@@ -569,37 +499,39 @@ class Door:
         ladder.recipient(fields, self.did)
         ladder.fresh(fields["timestamp"], now)
         store = self.store
-        unsigned: RpcError | None = None
-        if isinstance(io, Grouped) and isinstance(self.rate, SharedRateLimits):
-            # A shared store's hot path: the signature checked first, then the lookup, the
-            # rate count and the commit in one trip to the group commit. The ladder's
-            # answers are the same (a taken messageId is answered as a replay whatever its
-            # signature); only an unverified message takes the steps one by one below.
-            try:
-                ladder.signature(fields, env["sig"])
-            except RpcError as err:
-                unsigned = err
-            else:
-                return await self._take(fields, env, now, wba, io,
-                                        self.rate.limits(fields["from"]))
         seen, status = await io.lookup(store, fields["messageId"], fields["from"], now)
         if seen:
-            return await self._repeat(fields, env, io)
-        if unsigned is not None:
-            raise unsigned
+            # An exact repeat of an accepted message (a visitor whose answer was lost) gets
+            # the reply it was given, marked recovered; nothing is delivered twice.
+            kept = await io.call(lambda: store.kept_reply({**fields, "sig": env["sig"]}))
+            if kept is None:
+                raise RpcError(-32002, "replay")
+            kept.setdefault("metadata", {})["recovered"] = True
+            return kept, None
         ladder.signature(fields, env["sig"])
         # Shared rate counts (several processes) are store calls: counted with the commit
-        # (one group commit) unless the policy's own store calls (a hold) come first.
+        # (one transaction) unless the policy's own store calls (a hold) come first.
         limits: Limits = []
         if isinstance(self.rate, SharedRateLimits):
             limits = self.rate.limits(fields["from"])
         else:
             self._rate(fields["from"], self.clock())
-        admitted, reply = await self._admitted(fields, env, now, wba, io)
+        fields["sig"] = env["sig"]
+        reply = self._reply(fields, f"accepted: delivered to {self.config.name}'s inbox", now)
+        from muretai_cli.inbox.relayed import proved_reply_to
+
+        hint = env["replyTo"]
+        admitted = {**fields, "relay": env["relay"], "reply": _dumps(reply),
+                    "replyTo": None if hint is None else await io.call(
+                        lambda: proved_reply_to(store, self.did, fields, hint)),
+                    "wba": _dumps(wba) if wba is not None else None}
         policy = self.config.policy
         if consent.consults_store(policy, status):
-            await self._consult(admitted, status, limits, now, io)
-            limits = []  # counted before the policy's store calls
+            if limits:  # counted before a hold: a flood of strangers is limited too
+                self._refuse_rate(await io.take_rate(store, limits, now))
+                limits = []
+            await io.call(lambda: consent.judge(store, policy, admitted, status, now,
+                                                gate=self._gate))
         else:
             try:
                 consent.judge(store, policy, admitted, status, now, gate=self._gate)
@@ -611,77 +543,13 @@ class Door:
         self._refuse_rate(wait)
         if not accepted:
             raise RpcError(-32002, "replay")
-        return await self._delivered(admitted, reply, now, io)
-
-    async def _take(self, fields: dict[str, Any], env: dict[str, Any], now: int,
-                    wba: dict[str, Any] | None, io: Grouped, limits: Limits
-                    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """A verified message on a shared store: lookup, rate count and commit in one trip
-        (``Take``); a sender whose status leaves the policy to consult the store is counted
-        and judged on its own, then committed."""
-        admitted, reply = await self._admitted(fields, env, now, wba, io)
-        taken = await io.take(Take(admitted, now, limits, self.config.policy))
-        if taken.seen:
-            return await self._repeat(fields, env, io)
-        if taken.consult:
-            await self._consult(admitted, taken.status, limits, now, io)
-            accepted, _ = await io.accept(self.store, admitted, now, [])
-        else:
-            self._refuse_rate(taken.wait)
-            if taken.refusal is not None:
-                raise taken.refusal
-            accepted = taken.accepted
-        if not accepted:
-            raise RpcError(-32002, "replay")
-        return await self._delivered(admitted, reply, now, io)
-
-    async def _repeat(self, fields: dict[str, Any], env: dict[str, Any], io: InPlace
-                      ) -> tuple[dict[str, Any], None]:
-        """An exact repeat of an accepted message (a visitor whose answer was lost) gets the
-        reply it was given, marked recovered; anything else under a taken messageId is a
-        replay. Nothing is delivered twice."""
-        store = self.store
-        kept = await io.call(lambda: store.kept_reply({**fields, "sig": env["sig"]}))
-        if kept is None:
-            raise RpcError(-32002, "replay")
-        kept.setdefault("metadata", {})["recovered"] = True
-        return kept, None
-
-    async def _admitted(self, fields: dict[str, Any], env: dict[str, Any], now: int,
-                        wba: dict[str, Any] | None, io: InPlace
-                        ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The verified message as the store keeps it (with the signed reply it is given),
-        and that reply."""
-        from muretai_cli.inbox.relayed import proved_reply_to
-
-        store = self.store
-        fields["sig"] = env["sig"]
-        reply = self._reply(fields, f"accepted: delivered to {self.config.name}'s inbox", now)
-        hint = env["replyTo"]
-        admitted = {**fields, "relay": env["relay"], "reply": _dumps(reply),
-                    "replyTo": None if hint is None else await io.call(
-                        lambda: proved_reply_to(store, self.did, fields, hint)),
-                    "wba": _dumps(wba) if wba is not None else None}
-        return admitted, reply
-
-    async def _consult(self, admitted: dict[str, Any], status: str | None, limits: Limits,
-                       now: int, io: InPlace) -> None:
-        """The policy's store calls for this sender (a grant to check, a first contact to
-        hold), after counting the request: a flood of strangers is limited too."""
-        store, policy = self.store, self.config.policy
-        if limits:
-            self._refuse_rate(await io.take_rate(store, limits, now))
-        await io.call(lambda: consent.judge(store, policy, admitted, status, now,
-                                            gate=self._gate))
-
-    async def _delivered(self, admitted: dict[str, Any], reply: dict[str, Any], now: int,
-                         io: InPlace) -> tuple[dict[str, Any], dict[str, Any]]:
         if now - self._last_prune > 60:
             self._last_prune = now
-            await io.call(lambda: self.store.prune(now))
+            await io.call(lambda: store.prune(now))
         from muretai_cli.seam import SIGNED_FIELDS
 
-        return reply, {k: admitted[k] for k in (*SIGNED_FIELDS, "sig", "replyTo")}
+        message = {k: admitted[k] for k in (*SIGNED_FIELDS, "sig", "replyTo")}
+        return reply, message
 
     def _gate(self, request_id: str) -> dict[str, Any]:
         """The WebMCP gate shape: what a person must do, and what the agent should do."""

@@ -38,26 +38,17 @@ def consults_store(policy: Policy, status: str | None) -> bool:
     return policy != "open" and status not in ("allowed", "blocked", "rejected")
 
 
-def settled(policy: Policy, status: str | None) -> RpcError | None:
-    """``judge``'s verdict where it needs no store (``consults_store`` is False): the
-    refusal, or None to accept."""
-    if status == "blocked":
-        return RpcError(-32010, "blocked")
-    if policy != "open" and status == "rejected":
-        return RpcError(-32010, "rejected")
-    return None
-
-
 def judge(store: DoorStore, policy: Policy, env: dict[str, Any], status: str | None, now: int,
           *, gate: Callable[[str], dict[str, Any]]) -> None:
     """The policy's verdict before the commit: returns when the message is to be accepted
     (``store.accept``, by the caller), raises the refusal otherwise, or holds the message
     (a first contact in quarantine) and raises the awaiting-approval answer."""
     sender = env["from"]
-    refusal = settled(policy, status)
-    if refusal is not None:
-        raise refusal
-    if consults_store(policy, status):
+    if status == "blocked":
+        raise RpcError(-32010, "blocked")
+    if policy != "open" and status != "allowed":
+        if status == "rejected":
+            raise RpcError(-32010, "rejected")
         view = store.sender_view(sender, now, status)
         if view.any_connection and not view.valid_connection:
             raise RpcError(-32011, "grant-no-longer-valid")
