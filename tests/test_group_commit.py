@@ -28,9 +28,12 @@ from tests.store_helpers import door_store
 NOW = 1_800_000_000
 
 
-@pytest.fixture
-def door(pg_url: str) -> Iterator[Door]:
-    made = make_door("open", "http://127.0.0.1:9", db=pg_url)
+@pytest.fixture(params=[True, False], ids=["rates-shared", "rates-in-memory"])
+def door(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Door]:
+    """A PostgreSQL door; its rate limits counted in the store (as ``serve`` on PostgreSQL:
+    a verified message's lookup, count and commit are one trip, ``Take``) or in memory
+    (the lookup and the commit are two)."""
+    made = make_door("open", "http://127.0.0.1:9", db=pg_url, shared_rate=request.param)
     assert made.grouped is not None  # a PostgreSQL door groups its commits
     yield made
     made.close()
@@ -344,3 +347,20 @@ def test_a_shared_total_filling_under_two_processes_is_never_passed(pg_url: str)
     assert 17 - 5 <= admitted <= 17
     assert counts["*"] == admitted == inbox
     assert sum(u for b, u in counts.items() if b != "*") == admitted  # all or none
+
+
+def test_a_forged_message_is_refused_as_the_ladder_says_in_a_batch(door: Door) -> None:
+    """Whichever way the store step goes, the ladder's answers hold: a taken messageId is a
+    replay whatever its signature, a fresh one with a bad signature is refused as such, and
+    neither writes anything."""
+    alice = SigningKey.generate()
+    genuine = send_request(alice, door.did, "genuine", mid="m-genuine")
+    assert outcome(together(door, [genuine])[0]) == "accepted"
+    forged_taken = send_request(alice, door.did, "forged", mid="m-genuine")
+    forged_fresh = send_request(alice, door.did, "forged", mid="m-fresh")
+    for forged in (forged_taken, forged_fresh):
+        forged["params"]["message"]["parts"][0]["text"] = "edited after signing"
+    answers = together(door, [forged_taken, forged_fresh,
+                              send_request(alice, door.did, "next")])
+    assert [outcome(a) for a in answers] == ["-32002", "-32001", "accepted"]
+    assert inbox_texts(door) == ["genuine", "next"]
