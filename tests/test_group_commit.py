@@ -31,8 +31,7 @@ NOW = 1_800_000_000
 @pytest.fixture(params=[True, False], ids=["rates-shared", "rates-in-memory"])
 def door(pg_url: str, request: pytest.FixtureRequest) -> Iterator[Door]:
     """A PostgreSQL door; its rate limits counted in the store (as ``serve`` on PostgreSQL:
-    a verified message's lookup, count and commit are one trip, ``Take``) or in memory
-    (the lookup and the commit are two)."""
+    counted in the group commit that commits the message) or in memory."""
     made = make_door("open", "http://127.0.0.1:9", db=pg_url, shared_rate=request.param)
     assert made.grouped is not None  # a PostgreSQL door groups its commits
     yield made
