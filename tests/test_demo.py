@@ -13,6 +13,19 @@ from typing import Any
 DEMO = [sys.executable, "-m", "muretai_cli", "demo"]
 
 
+def _running_in(home: Path) -> list[str]:
+    """The command lines of live processes whose MURETAI_HOME is ``home`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            if f"MURETAI_HOME={home}".encode() in environ:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
 def test_demo_passes_end_to_end(tmp_path: Path) -> None:
     env = {**os.environ, "MURETAI_HOME": str(tmp_path / "unused"), "NO_COLOR": "1"}
     pg = os.environ.get("MURETAI_TEST_PG")  # ./dev demo passes one when PostgreSQL is here
@@ -24,6 +37,7 @@ def test_demo_passes_end_to_end(tmp_path: Path) -> None:
         assert "--workers 2" in proc.stdout
         assert '2 messages, verified, in one inbox: ["And on Monday morning?", ' \
                '"Is the desk open on Sunday?"]' in proc.stdout
+    assert _running_in(tmp_path / "demo") == [], "the demo left processes running"
     assert "held for approval at http://127.0.0.1:" in proc.stdout, "the first contact was held"
     assert proc.stdout.count("UNEXPECTED") == 0
     # The shop's inbox itself (not the demo's echo of its own commands): the held first DM,

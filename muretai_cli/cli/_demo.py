@@ -103,21 +103,40 @@ def offline_part(demo: Demo) -> None:
              stdin=tampered, expect=1)
 
 
+@dataclass
+class _Stops:
+    """The demo's stop signals (SIGTERM, SIGHUP: see ``throwaway_home``), held while a
+    child is being started: one that arrives then is raised once the child is owned."""
+
+    starting: bool = False
+    held: int | None = None
+
+    def stop(self, signum: int, _frame: object) -> None:
+        if self.starting:
+            self.held = signum
+            return
+        raise SystemExit(128 + signum)  # unwinds through the finally blocks
+
+
+STOPS = _Stops()
+
+
 @contextlib.contextmanager
 def _child(argv: list[str], **popen: Any) -> Iterator[subprocess.Popen[Any]]:
-    """A child process that never outlives the block, whatever ends it: a stop signal
-    arriving while the child is being started is held until the child exists (else it would
-    run on, writing into the home being removed), and on the way out, an exception (the
-    signal's ``SystemExit`` included) kills the child and waits for it."""
-    caught = {signal.SIGTERM, signal.SIGINT} | (
-        {signal.SIGHUP} if hasattr(signal, "SIGHUP") else set())
+    """A child process that never outlives the block, whatever ends it: a stop signal that
+    arrives while the child is being started is held until the child exists (else it would
+    run on, writing into the home being removed), and on the way out, an exception (that
+    signal's ``SystemExit`` included) kills the child and waits for it. (Not by blocking
+    the signals: a child inherits a blocked mask, and a door could not be stopped.)"""
     proc: subprocess.Popen[Any] | None = None
     try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, caught)
+        STOPS.starting = True
         try:
             proc = subprocess.Popen(argv, **popen)  # noqa: S603 - our own CLI, list argv
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)  # a held signal fires here
+            STOPS.starting = False
+        if STOPS.held is not None:
+            raise SystemExit(128 + STOPS.held)
         yield proc
     except BaseException:
         if proc is not None:
@@ -389,12 +408,8 @@ def throwaway_home() -> Iterator[Path]:
     """A new temporary home, removed on every way out: return, error, a closed pipe
     (``muretai demo | head``), Ctrl-C, SIGTERM or SIGHUP. It holds private keys."""
     root = Path(tempfile.mkdtemp(prefix="muretai-demo-"))
-
-    def _stop(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)  # unwinds through the finally blocks below
-
     caught = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
-    previous = {sig: signal.signal(sig, _stop) for sig in caught}
+    previous = {sig: signal.signal(sig, STOPS.stop) for sig in caught}
     try:
         yield root
     finally:
