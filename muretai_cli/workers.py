@@ -5,7 +5,8 @@ event loop, store connection and pool) on a listening socket of its own on that 
 (SO_REUSEPORT, see ``transport.server.bind_each``); the kernel spreads new connections over
 them. The parent only supervises: SIGTERM/SIGINT go on to every worker, a worker that dies
 while the server is meant to run is started again on its socket (a worker that dies within
-a second of starting, five times running, stops the whole server instead).
+a second of starting, five times running, stops the whole server instead). A worker whose
+parent dies (even by kill -9) is sent SIGTERM and ends too.
 Nothing that starts threads (a PostgreSQL pool) may exist in the parent when it forks.
 """
 
@@ -23,7 +24,21 @@ FAST_DEATH = 1.0
 MAX_FAST_DEATHS = 5
 
 
+def _end_with(parent: int) -> None:
+    """In a worker: be sent SIGTERM when the parent dies (Linux's parent-death signal), so a
+    supervisor killed outright (kill -9) leaves no worker serving the port on its own; the
+    next supervisor's workers would share the port with it, running old code."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: nothing to ask for
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _spawn(index: int, work: Callable[[int], None]) -> int:
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         return pid
@@ -31,6 +46,7 @@ def _spawn(index: int, work: Callable[[int], None]) -> int:
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        _end_with(parent)
         work(index)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

@@ -10,6 +10,7 @@ nothing twice. ``serve --workers`` runs its processes on one port and restarts a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -26,7 +27,7 @@ from muretai_cli.inbox.store import open_door_store
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run, run_json
 from tests.door_helpers import code_of, send_request
-from tests.servers import ServeProc, start_many, start_serve
+from tests.servers import ServeProc, start_many, start_serve, wait_until
 from tests.test_door_policy import redeem_params
 
 
@@ -212,6 +213,36 @@ def test_workers_share_one_port_and_a_lost_worker_is_started_again(
     finally:
         proc.stop()
     assert proc.proc.returncode == 0
+
+
+def test_workers_end_when_their_supervisor_is_killed_outright(tmp_path: Path) -> None:
+    """kill -9 of ``serve --workers``'s parent leaves no worker serving the port on its own
+    (a restarted server's workers would share the port with it)."""
+    new_identity("door")
+    proc = start_serve(tmp_path, "door", "--dm-policy", "open", "--workers", "2")
+    workers: set[int] = set()
+    try:
+        proc.wait_ready()
+        wait_until(lambda: len(_children(proc.proc.pid)) == 2, "two workers run")
+        workers = _children(proc.proc.pid)
+        os.kill(proc.proc.pid, signal.SIGKILL)
+        proc.proc.wait()
+        wait_until(lambda: not any(_alive(w) for w in workers),
+                   "the workers end with their parent")
+    finally:
+        for worker in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker, signal.SIGKILL)
+        proc.stop()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
 
 
 def _established(pid: int, port: int) -> int:
