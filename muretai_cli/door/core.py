@@ -173,16 +173,17 @@ class _Accept:
 class Grouped(InPlace):
     """A shared store's calls (PostgreSQL) from the event loop. The hot path's two (the
     replay and sender lookup before the signature; the rate count and commit after it)
-    join one group commit: every lookup and every commit waiting go to the database
-    together, in one round trip and one transaction with one disk flush (``db.Batcher``,
-    ``DoorStore.lookup_and_accept``). Anything else runs on the door's threads."""
+    join one group commit: every lookup, count and commit waiting go to the database
+    together, a statement each, the commits in one transaction with one disk flush
+    (``db.Batcher``, ``DoorStore.lookup_and_accept``). Anything else runs on the door's
+    threads."""
 
     def __init__(self, store: DoorStore, threads: ThreadPoolExecutor) -> None:
         self.threads = threads
         self.store = store
         self.batches: Batcher[_Lookup | _Accept, tuple[bool, str | None] | tuple[bool, int]] = \
             Batcher(self._run, name="door-commits")
-        # rate counts taken before the policy's store calls: one transaction per batch
+        # rate counts taken before the policy's store calls, a batch at a time (take_rates)
         self.rates: Batcher[tuple[Limits, int], int] = Batcher(store.take_rates,
                                                                name="door-rates")
 

@@ -498,24 +498,19 @@ class DoorStore:
             (_json_rows(("m", "s", "since"), [(m, s, now - REPLAY_WINDOW)
                                                for m, s, now in lookups]),))
         waits = dict.fromkeys(range(len(accepts)), 0)
-        if not counted:  # no transaction to hold: each statement commits on its own
-            statements = [lookup] if lookups else []
-            first = _first_copies(accepts, batched)
-            if first:
-                statements.append(_accept_statement(accepts, first))
-            results = self.db.execute_each(statements) if statements else []
-            looked_rows = results[0].rows if lookups else []
-            taken_rows = results[-1].rows if first else []
-        else:
+        if counted:
             # counted first, without waiting for a disk flush (the rate table is unlogged):
             # the buckets' locks (the door's total is one row every process updates) are
             # held for a statement, not across the commit's flush
-            looked_rows = self.db.all(*lookup) if lookups else []
             for i, wait in zip(counted, _count_rates(
                     self.db, [(accepts[i][2], accepts[i][1]) for i in counted]), strict=True):
                 waits[i] = wait
-            first = _first_copies(accepts, [i for i in batched if not waits[i]])
-            taken_rows = self.db.all(*_accept_statement(accepts, first)) if first else []
+        first = _first_copies(accepts, [i for i in batched if not waits[i]])
+        statements = ([lookup] if lookups else []) + (
+            [_accept_statement(accepts, first)] if first else [])
+        results = self.db.execute_each(statements) if statements else []
+        looked_rows = results[0].rows if lookups else []
+        taken_rows = results[-1].rows if first else []
         looked = [(bool(seen), status) for seen, status in looked_rows]
         taken = {row[0] for row in taken_rows}
         results_by_index: dict[int, tuple[bool, int]] = {
