@@ -80,6 +80,17 @@ def pg_url(pg_server: str) -> Iterator[str]:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+@pytest.fixture
+def pg_door(pg_url: str) -> tuple[str, str]:
+    """A fresh identity "door" with its store initialised in the module's PostgreSQL
+    database (``db init``, as before ``serve --db``): (name, did)."""
+    from tests.cli_helpers import new_identity, run_json
+
+    did = new_identity("door")
+    assert run_json("db", "init", "--as", "door", "--db", pg_url)[0] == 0
+    return "door", did
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Where a store lives, once per backend: a SQLite file path or a PostgreSQL URL."""

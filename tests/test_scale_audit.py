@@ -395,14 +395,6 @@ def test_sqlite_workers_hold_one_request_per_stranger_and_an_approval_applies_to
 
 
 # -- several serve processes on one PostgreSQL database ------------------------------------
-@pytest.fixture
-def pg_door(pg_url: str) -> tuple[str, str]:
-    """A fresh identity "door" with its store initialised in the test database: its DID."""
-    did = new_identity("door")
-    assert run_json("db", "init", "--as", "door", "--db", pg_url)[0] == 0
-    return "door", did
-
-
 def test_a_total_rate_limit_is_counted_across_processes(pg_door: tuple[str, str], pg_url: str,
                                                          tmp_path: Path) -> None:
     name, did = pg_door

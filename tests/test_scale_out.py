@@ -16,12 +16,10 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from muretai_cli.inbox.store import open_door_store
 from muretai_cli.seam import SigningKey
@@ -29,14 +27,6 @@ from tests.cli_helpers import new_identity, run, run_json
 from tests.door_helpers import code_of, send_request
 from tests.servers import ServeProc, start_many, start_serve, wait_until
 from tests.test_door_policy import redeem_params
-
-
-@pytest.fixture
-def door(pg_url: str) -> Iterator[tuple[str, str]]:
-    """A fresh identity with its store initialised in the test database: (name, did)."""
-    did = new_identity("door")
-    assert run_json("db", "init", "--as", "door", "--db", pg_url)[0] == 0
-    yield "door", did
 
 
 def race(calls: list[Any]) -> list[Any]:
@@ -60,9 +50,9 @@ def stop_all(procs: list[ServeProc]) -> None:
         p.stop()
 
 
-def test_replay_and_rate_limits_hold_across_processes(door: tuple[str, str], pg_url: str,
+def test_replay_and_rate_limits_hold_across_processes(pg_door: tuple[str, str], pg_url: str,
                                                       tmp_path: Path) -> None:
-    name, did = door
+    name, did = pg_door
     procs = start_many(tmp_path, name, 2, "--dm-policy", "open", "--db", pg_url,
                        "--rate-per-sender", "4", "--rate-total", "0")
     try:
@@ -84,8 +74,8 @@ def test_replay_and_rate_limits_hold_across_processes(door: tuple[str, str], pg_
 
 
 def test_grants_count_k_uses_across_processes_and_a_revoke_is_seen_by_all(
-        door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
-    name, did = door
+        pg_door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
+    name, did = pg_door
     issued = run_json("contact", "issue", "--as", name, "--uses", "3", "--db", pg_url)
     assert issued[0] == 0
     grant = issued[1]["grant"]
@@ -111,8 +101,8 @@ def test_grants_count_k_uses_across_processes_and_a_revoke_is_seen_by_all(
 
 
 def test_one_held_request_per_stranger_and_an_approval_applies_everywhere(
-        door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
-    name, did = door
+        pg_door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
+    name, did = pg_door
     procs = start_many(tmp_path, name, 2, "--dm-policy", "quarantine", "--db", pg_url)
     try:
         stranger = SigningKey.generate()
@@ -134,8 +124,8 @@ def test_one_held_request_per_stranger_and_an_approval_applies_everywhere(
 
 
 def test_kill_9_mid_load_loses_nothing_accepted_and_delivers_nothing_twice(
-        door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
-    name, did = door
+        pg_door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
+    name, did = pg_door
     procs = start_many(tmp_path, name, 2, "--dm-policy", "open", "--db", pg_url,
                        "--rate-per-sender", "0", "--rate-total", "0")
     sender = SigningKey.generate()
@@ -184,8 +174,8 @@ def _children(pid: int) -> set[int]:
 
 
 def test_workers_share_one_port_and_a_lost_worker_is_started_again(
-        door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
-    name, did = door
+        pg_door: tuple[str, str], pg_url: str, tmp_path: Path) -> None:
+    name, did = pg_door
     proc = start_serve(tmp_path, name, "--dm-policy", "open", "--db", pg_url,
                        "--workers", "2", "--rate-per-sender", "0", "--rate-total", "0")
     try:
