@@ -489,14 +489,6 @@ class DoorStore:
                     [self._take_and_accept(env, now, limits) for env, now, limits in accepts])
         batched = [i for i, (env, _, _) in enumerate(accepts) if _door_taken(env)]
         counted = [i for i in batched if accepts[i][2]]
-        lookup = (
-            "SELECT EXISTS (SELECT 1 FROM replay WHERE message_id=v.m AND seen>=v.since), "
-            "(SELECT status FROM senders WHERE did=v.s) FROM ROWS FROM (json_to_recordset("
-            "?::json) AS (m text, s text, since bigint)) WITH ORDINALITY AS v(m, s, since, "
-            "i) ORDER BY v.i",
-            # a batch is one JSON parameter: far cheaper for the driver than an array a column
-            (_json_rows(("m", "s", "since"), [(m, s, now - REPLAY_WINDOW)
-                                               for m, s, now in lookups]),))
         waits = dict.fromkeys(range(len(accepts)), 0)
         if counted:
             # counted first, without waiting for a disk flush (the rate table is unlogged):
@@ -506,7 +498,7 @@ class DoorStore:
                     self.db, [(accepts[i][2], accepts[i][1]) for i in counted]), strict=True):
                 waits[i] = wait
         first = _first_copies(accepts, [i for i in batched if not waits[i]])
-        statements = ([lookup] if lookups else []) + (
+        statements = ([_lookup_statement(lookups)] if lookups else []) + (
             [_accept_statement(accepts, first)] if first else [])
         results = self.db.execute_each(statements) if statements else []
         looked_rows = results[0].rows if lookups else []
@@ -1013,6 +1005,19 @@ def _first_copies(accepts: Sequence[tuple[dict[str, Any], int, Limits]],
     for index in indexes:
         first.setdefault(accepts[index][0]["messageId"], index)
     return first
+
+
+def _lookup_statement(lookups: Sequence[tuple[str, str, int]]) -> tuple[str, tuple[str]]:
+    """One statement that answers every ``lookup(message_id, sender, now)`` of a batch, in
+    order: (messageId seen in the window, the sender's status)."""
+    return (
+        "SELECT EXISTS (SELECT 1 FROM replay WHERE message_id=v.m AND seen>=v.since), "
+        "(SELECT status FROM senders WHERE did=v.s) FROM ROWS FROM (json_to_recordset("
+        "?::json) AS (m text, s text, since bigint)) WITH ORDINALITY AS v(m, s, since, "
+        "i) ORDER BY v.i",
+        # a batch is one JSON parameter: far cheaper for the driver than an array a column
+        (_json_rows(("m", "s", "since"), [(m, s, now - REPLAY_WINDOW)
+                                           for m, s, now in lookups]),))
 
 
 def _accept_statement(accepts: Sequence[tuple[dict[str, Any], int, Limits]],
