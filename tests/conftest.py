@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 from collections.abc import Iterator
@@ -12,7 +11,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-VECTORS = Path(__file__).resolve().parents[1].parent / "shared" / "vectors"
+from tests.repo_files import load_vectors
+from tests.store_helpers import Role, with_path
 
 
 @pytest.fixture(autouse=True)
@@ -25,25 +25,6 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[P
     monkeypatch.setenv("MURETAI_HOME", str(home))
     monkeypatch.setenv("NO_COLOR", "1")
     yield home
-
-
-REQUIRE_VECTORS = "MURETAI_REQUIRE_VECTORS"
-
-
-def vector_file(name: str) -> Path:
-    """A golden vector file; skips without ``../shared`` (fails if MURETAI_REQUIRE_VECTORS=1)."""
-    path = VECTORS / name
-    if not path.exists():
-        why = f"golden vectors not found at {path} (../shared/vectors is absent)"
-        if os.environ.get(REQUIRE_VECTORS) == "1":
-            pytest.fail(f"{why} but {REQUIRE_VECTORS}=1")
-        pytest.skip(why)
-    return path
-
-
-def load_vectors(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(vector_file(name).read_bytes())
-    return data
 
 
 @pytest.fixture(scope="session")
@@ -115,3 +96,20 @@ def b58_decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(base58, "b58decode", spy)
     return lengths
+
+
+@pytest.fixture
+def role(pg_server: str) -> Iterator[Role]:
+    """A fresh database and a plain (non-superuser) role that may create schemas in it."""
+    import psycopg
+
+    name = f"a_{secrets.token_hex(5)}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+        conn.execute(f"CREATE ROLE {name} LOGIN")
+        conn.execute(f"GRANT CREATE ON DATABASE {name} TO {name}")
+    admin = with_path(pg_server, path=f"/{name}")
+    yield Role(admin, with_path(admin, user=name), name)
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"DROP ROLE IF EXISTS {name}")

@@ -79,6 +79,16 @@ def code_of(doc: dict[str, Any]) -> int | None:
     return err["code"] if isinstance(err, dict) else None
 
 
+def reason_of(doc: dict[str, Any]) -> str | None:
+    """A JSON-RPC error's ``data.reason`` (None when there is none)."""
+    return ((doc.get("error") or {}).get("data") or {}).get("reason")
+
+
+def is_fresh(doc: dict[str, Any]) -> bool:
+    """Whether an answer is a new acceptance (a result, not a recovered one)."""
+    return "result" in doc and not doc["result"]["metadata"].get("recovered")
+
+
 @contextmanager
 def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
               rate_total: int = 0, slow: float = 10.0, name: str = "door",
