@@ -15,6 +15,16 @@ from tests.repo_files import load_vectors
 from tests.store_helpers import Role, with_path
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the PostgreSQL server is marked ``pg``; slow end-to-end tests go
+    first, so parallel workers do not end the run waiting on one of them."""
+    for item in items:
+        if "pg_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.pg)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     """Every test gets its own $MURETAI_HOME and no stray settings from the caller."""
@@ -49,10 +59,11 @@ def pg_server() -> str:
 
 @pytest.fixture(scope="module")
 def pg_url(pg_server: str) -> Iterator[str]:
-    """A fresh database per test module (stores inside it keep to their own schemas)."""
+    """A fresh database per test module (stores inside it keep to their own schemas), named
+    for the worker that made it: parallel workers share the server, never a database."""
     import psycopg
 
-    name = f"t_{secrets.token_hex(6)}"
+    name = f"t_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{secrets.token_hex(6)}"
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     parts = urlsplit(pg_server)
@@ -72,7 +83,7 @@ def pg_door(pg_url: str) -> tuple[str, str]:
     return "door", did
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Where a store lives, once per backend: a SQLite file path or a PostgreSQL URL."""
     if request.param == "sqlite":

@@ -30,6 +30,9 @@ import httpx
 import uvicorn
 
 from tests.repo_files import ROOT
+from tests.waiting import wait_until
+
+__all__ = ["wait_until"]  # re-exported: the suite's one wait lives in tests.waiting
 
 _LISTENING = re.compile(rb"listening on http://127\.0\.0\.1:(\d+)")
 READY_PATHS = {"serve": "/.well-known/agent-card.json", "relay": "/card/did:key:z"}
@@ -41,11 +44,10 @@ def run_uvicorn(config: uvicorn.Config, sock: socket.socket) -> Iterator[None]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
+    wait_until(lambda: server.started or not thread.is_alive(), "uvicorn started", timeout=10,
+               interval=0.01)
+    if not server.started:
+        raise RuntimeError("uvicorn did not start")
     try:
         yield
     finally:
@@ -63,14 +65,6 @@ def serve_asgi(app: Any, *, host: str = "127.0.0.1", **config: Any) -> Iterator[
     with run_uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on", **config), sock):
         yield f"http://{host}:{port}"
 
-
-def wait_until(condition: Callable[[], object], what: str, timeout: float = 15.0) -> None:
-    """Poll ``condition`` until it is true; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.02)
 
 
 @dataclass

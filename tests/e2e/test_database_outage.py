@@ -25,13 +25,15 @@ from muretai_cli.inbox.store import door_namespace
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import run_json
 from tests.door_helpers import code_of, is_fresh, live_door, reason_of, send_request
-from tests.relay_helpers import deposit_body, listen_body
+from tests.relay_helpers import deposit_body, listen_body, listener_epoch
 from tests.servers import (
     RELAY_ORIGIN,
     start_relay,
     wait_until,
 )
 from tests.store_helpers import Role
+
+pytestmark = pytest.mark.slow  # real processes started (and killed): seconds each
 
 
 def test_a_door_answers_503_while_its_database_is_away_and_serves_again_when_back(
@@ -160,11 +162,15 @@ def test_relays_answer_503_while_their_database_is_away_then_serve_and_wake_agai
         ack = listen_body(bob, RELAY_ORIGIN) | {"ids": [before["id"], during["id"]]}
         assert httpx.post(b.base + "/ack", json=ack, timeout=10).json() == {"acked": 2}
         # b's LISTEN connection was cut too: a poll held on b wakes on a deposit through a
+        # (a new epoch: the poll has been taken by b once its claim is in the database)
         held: list[httpx.Response] = []
         poll = threading.Thread(target=lambda: held.append(httpx.post(
-            b.base + "/listen", json=listen_body(bob, RELAY_ORIGIN, wait=20), timeout=40)))
+            b.base + "/listen", json=listen_body(bob, RELAY_ORIGIN, wait=20, epoch=2),
+            timeout=40)))
         poll.start()
-        time.sleep(0.3)  # (the poll may be held or not yet: either way it must answer)
+        wait_until(lambda: listener_epoch(role.admin, bob.did) == 2 or not poll.is_alive(),
+                   "b has taken the poll")
+        assert poll.is_alive() and not held, "the poll was answered before any deposit"
         after = deposit_body(alice, bob, "after")
         started = time.monotonic()
         assert httpx.post(a.base + "/send", json=after, timeout=10).json()["queued"] is True

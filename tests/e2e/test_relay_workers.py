@@ -10,9 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import run_json
-from tests.relay_helpers import deposit_body, listen_body
+from tests.relay_helpers import deposit_body, listen_body, listener_epoch
 from tests.servers import (
     RELAY_ORIGIN,
     children_of,
@@ -20,6 +22,8 @@ from tests.servers import (
     start_relay,
     wait_until,
 )
+
+pytestmark = pytest.mark.slow  # real processes started (and killed): seconds each
 
 
 # -- workers ------------------------------------------------------------------------------
@@ -90,7 +94,8 @@ def test_relay_workers_on_postgresql_wake_each_other_and_share_deposits_and_acks
         one, other = sorted(workers)
         with _connect_to(port, one, workers) as poller:
             _post_raw(poller, "/listen", listen_body(bob, RELAY_ORIGIN, wait=20))
-            time.sleep(0.3)  # (held or not yet: either way it must answer the deposit)
+            wait_until(lambda: listener_epoch(pg_url, bob.did) == 1,
+                       "the first worker has taken the poll")
             with _connect_to(port, other, workers) as sender:
                 body = deposit_body(alice, bob, "across")
                 started = time.monotonic()

@@ -16,6 +16,8 @@ from tests.servers import (
 )
 from tests.store_helpers import Role
 
+pytestmark = pytest.mark.slow  # real processes started (and killed): seconds each
+
 
 # -- schema versions at start ---------------------------------------------------------------
 def test_serve_refuses_an_absent_or_older_schema_and_names_the_command_that_fixes_it(
