@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from muretai_cli.db import Batcher, DatabaseUnavailable
+from muretai_cli.db import Batcher, DatabaseUnavailable, Unstorable
 from muretai_cli.errors import MuretaiError
 from muretai_cli.rate import KeyedBuckets, admit
 from muretai_cli.relay.notify import LocalNotifier, Notifier
@@ -334,6 +334,8 @@ class Relay:
             return await self._hold(did, epoch, float(wait), gone)
         except Refusal as refusal:
             return refusal.answer()
+        except Unstorable as exc:
+            return refusal_answer(400, "malformed", exc.detail)
         except DatabaseUnavailable:
             return _unavailable()
 
@@ -431,6 +433,8 @@ class Relay:
             return await route(raw)
         except Refusal as refusal:
             return refusal.answer()
+        except Unstorable as exc:  # the request's value, not the relay: a NUL, say
+            return refusal_answer(400, "malformed", exc.detail)
         except DatabaseUnavailable:
             return _unavailable()
 
