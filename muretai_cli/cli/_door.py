@@ -34,14 +34,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from muretai_cli.home import Identity
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.urls import BaseUrl
 
-def open_store(ident: Identity, db: str | None = None, *, durable: bool = False) -> DoorStore:
+def open_store(ident: Identity, db: str | None = None, *, durable: bool = False) -> IdentityStore:
     """The identity's door store: its SQLite file, or ``db`` (``--db`` / ``MURETAI_DB``)."""
-    from muretai_cli.inbox.store import open_door_store
+    from muretai_cli.inbox.store import open_identity_store
 
-    return open_door_store(ident.did, db, durable=durable, fix=fix_command(ident.name, db))
+    return open_identity_store(ident.did, db, durable=durable, fix=fix_command(ident.name, db))
 
 
 def _op_identity(ctx: typer.Context) -> Identity:

@@ -21,7 +21,7 @@ from muretai_cli.errors import InputError, MuretaiError
 
 if TYPE_CHECKING:
     from muretai_cli.home import Identity
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.verdict import Verdict
 
 P = ParamSpec("P")
@@ -372,7 +372,7 @@ def _judged(label: str, raw: bytes | InputError, check: Callable[[object], Verdi
 
 
 def did_option(value: str, name: str, *, keys: Path | None = None,
-               store: DoorStore | None = None) -> str:
+               store: IdentityStore | None = None) -> str:
     """A DID the user typed, or a name for one: one of your identities (in ``keys``), an
     org on your trust list, or (given the acting identity's ``store``) a contact you met
     through an invite, resolved and said on stderr. A malformed DID or an unknown name is a
@@ -390,7 +390,7 @@ def did_option(value: str, name: str, *, keys: Path | None = None,
     return value
 
 
-def _did_named(value: str, name: str, keys: Path | None, store: DoorStore | None) -> str:
+def _did_named(value: str, name: str, keys: Path | None, store: IdentityStore | None) -> str:
     from muretai_cli.home import dids_named, keys_dir
 
     found = dids_named(value, keys_dir(keys))
