@@ -6,14 +6,13 @@ a peer passes through ``safe()`` before it reaches a terminal.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
@@ -23,9 +22,6 @@ if TYPE_CHECKING:
     from muretai_cli.home import Identity
     from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.verdict import Verdict
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (first key: ok).")]
 KeysOpt = Annotated[Path | None, typer.Option(
@@ -214,19 +210,6 @@ def fail(exc: MuretaiError, json_out: bool) -> typer.Exit:
     else:
         note(f"error: {safe(exc.diagnostics(), multiline=True)}")
     return typer.Exit(exc.exit_code)
-
-
-def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Catch ``MuretaiError`` once per command and exit with its code (``--json`` honoured)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except MuretaiError as exc:
-            raise fail(exc, bool(kwargs.get("json_out"))) from None
-
-    return wrapper
 
 
 def open_input(name: str) -> BinaryIO:
