@@ -64,6 +64,7 @@ class Waiting:
 class ListenAnswer:
     items: list[Waiting]
     more: bool
+    size: int = 0  # bytes of the answer's body
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +230,8 @@ class RelayClient:
         messages = doc.get("messages")
         if not isinstance(messages, list):
             raise Refused("relay-malformed", "the relay's listen answer holds no message list")
-        return ListenAnswer([_item(m) for m in messages], doc.get("more") is True)
+        return ListenAnswer([_item(m) for m in messages], doc.get("more") is True,
+                            len(result.body))
 
     def ack(self, key: SigningKey, *, epoch: int, ids: list[str]) -> int:
         if not ids:
