@@ -12,6 +12,7 @@ relay stores one ``(to, from, id)`` once.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ MAX_WAIT = 30
 DEFAULT_WAIT = 25
 DEPOSIT_ATTEMPTS = 4  # the first and up to 3 retries, same id and blob
 _ITEM_FIELDS = ("id", "from", "from_enc", "blob")
+_ERROR_CODE = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")  # a relay's error code, taken as a name
 
 
 def relay_base(url: str) -> BaseUrl:
@@ -156,7 +158,7 @@ class RelayClient:
         if result.status != 200:
             code = doc.get("error") if isinstance(doc, dict) else None
             message = doc.get("message") if isinstance(doc, dict) else None
-            name = code if isinstance(code, str) and code.isascii() and len(code) < 40 \
+            name = code if isinstance(code, str) and _ERROR_CODE.fullmatch(code) \
                 else "relay-refused"
             data: dict[str, Any] = {"status": result.status, "relayError": name}
             if result.retry_after is not None:
