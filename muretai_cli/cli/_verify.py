@@ -18,7 +18,6 @@ from muretai_cli.cli._out import (
     JsonOpt,
     NowOpt,
     did_option,
-    handles_errors,
     verify_batch,
 )
 
@@ -27,7 +26,6 @@ app = typer.Typer(help="Verify signed artifacts offline (messages, cards, grants
 
 
 @app.command("message")
-@handles_errors
 def message(
     files: FilesArg,
     to: Annotated[str, typer.Option("--to", help="Your DID: the recipient you expect.")],
@@ -51,7 +49,6 @@ def message(
 
 
 @app.command("card")
-@handles_errors
 def card(
     files: FilesArg,
     did: Annotated[str, typer.Option("--did", help="The DID the card must name.")],

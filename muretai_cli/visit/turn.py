@@ -39,7 +39,7 @@ from muretai_cli.errors import MuretaiError, Refused
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.consent import Policy
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.relay import RelayClient, Waiting
 
@@ -70,7 +70,7 @@ class Drained:
 
 
 class TurnCheck:
-    def __init__(self, key: SigningKey, store: DoorStore, relay: RelayClient, policy: Policy,
+    def __init__(self, key: SigningKey, store: IdentityStore, relay: RelayClient, policy: Policy,
                  *, clock: Callable[[], float] = time.time, claimant: str | None = None,
                  at: Callable[[str], None] = lambda point: None,
                  ticker: Callable[[], float] = time.monotonic) -> None:
