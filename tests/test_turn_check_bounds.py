@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from muretai_cli.artifacts.message import build_message_send, signed_message
 from muretai_cli.home import KeyStore, keys_dir
-from muretai_cli.inbox.store import DoorStore
+from muretai_cli.inbox.store import IdentityStore
 from muretai_cli.net import SafeClient
 from muretai_cli.seam import SigningKey, canonical_bytes, seal_box
 from muretai_cli.visit import turn
@@ -132,7 +132,7 @@ def test_the_time_bound_ends_a_drain(tmp_path: Path) -> None:
     relay = EndlessRelay(me)
     ticks = iter(range(0, 10_000, 100))  # each look at the clock: 100 s later
     with serve_asgi(relay.app()) as url:
-        store = DoorStore(tmp_path / "me.sqlite3")
+        store = IdentityStore(tmp_path / "me.sqlite3")
         try:
             client = RelayClient(url, lambda s, b: SafeClient(timeout=s, max_bytes=b))
             check = turn.TurnCheck(me, store, client, "open",
