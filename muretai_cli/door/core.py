@@ -63,6 +63,8 @@ class DoorConfig:
     shared_rate: bool = False  # count rates in the store (several processes) not in memory
     did_configuration: bytes | None = None  # served at /.well-known/did-configuration.json
     wba_allow_private: bool = False  # fetch visitors' key directories from private addresses
+    prefer: tuple[str | dict[str, str], ...] = ()  # agentEntry.prefer (door/publish.py)
+    skills: tuple[dict[str, Any], ...] = ()  # the owner's own A2A skills (door/publish.py)
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -296,6 +298,7 @@ class Door:
             "agentEntry": self.terms,
         }}
         card["security"] = [{SCHEME: []}]
+        _publish(card, self.config, self.terms["endpoint"])
         if grant is not None:
             card["contact"] = grant.doc
         if self.config.org is not None:
@@ -614,6 +617,17 @@ class Door:
             raise
         except MuretaiError as exc:
             raise ladder.refused(rpc_code(exc.code), exc) from None
+
+
+def _publish(card: dict[str, Any], config: DoorConfig, endpoint: str) -> None:
+    """The card's published extras: the owner's skills, declared order and interfaces."""
+    from muretai_cli.door.publish import supported_interfaces
+
+    card["skills"].extend(dict(s) for s in config.skills)
+    if config.prefer:
+        card["agentEntry"]["prefer"] = [p if isinstance(p, str) else dict(p)
+                                        for p in config.prefer]
+    card["supportedInterfaces"] = supported_interfaces(endpoint, PROTOCOL_VERSION)
 
 
 def _result(rid: Any, result: dict[str, Any]) -> Answer:
