@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from muretai_cli.artifacts.grant import redeem_params
-from muretai_cli.inbox.store import open_door_store
+from muretai_cli.inbox.store import open_identity_store
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run, run_json
 from tests.clock import minute_left
@@ -145,7 +145,7 @@ def test_kill_9_mid_load_loses_nothing_accepted_and_delivers_nothing_twice(
     try:
         load()
         assert killed.is_set() and procs[0].proc.wait(timeout=10) == -signal.SIGKILL
-        store = open_door_store(did, pg_url)
+        store = open_identity_store(did, pg_url)
         try:
             inbox = store.inbox(None)
         finally:
@@ -371,7 +371,7 @@ def test_kill_9_with_requests_in_flight_loses_nothing_accepted_and_takes_each_on
         for t in threads:
             t.join(timeout=60)
         assert procs[0].proc.wait(timeout=10) == -signal.SIGKILL
-        store = open_door_store(did, pg_url)
+        store = open_identity_store(did, pg_url)
         try:
             ids = [m["messageId"] for m in store.inbox(None)]
         finally:

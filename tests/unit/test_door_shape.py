@@ -13,13 +13,13 @@ from muretai_cli.seam import SigningKey
 
 def _door() -> Any:
     from muretai_cli.door.core import Door, DoorConfig
-    from muretai_cli.inbox.store import DoorStore, db_path
+    from muretai_cli.inbox.store import IdentityStore, db_path
     from muretai_cli.urls import parse_base_url
 
     key = SigningKey(b"\x0a" * 32)
     config = DoorConfig(name="door", url=parse_base_url("http://127.0.0.1:9"), policy="open",
                         rate_per_sender=0, rate_total=0)
-    return Door(key, config, DoorStore(db_path(key.did)))
+    return Door(key, config, IdentityStore(db_path(key.did)))
 
 
 def _post(door: Any, req: dict[str, Any]) -> dict[str, Any]:
