@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +30,25 @@ import httpx
 import uvicorn
 
 from tests.repo_files import ROOT
-from tests.waiting import wait_until
+from tests.waiting import wait_until  # the suite's one wait, here too for older imports
 
-__all__ = ["wait_until"]  # re-exported: the suite's one wait lives in tests.waiting
+__all__ = [
+    "READY_PATHS",
+    "RELAY_ORIGIN",
+    "ROOT",
+    "ServeProc",
+    "children_of",
+    "race",
+    "run_uvicorn",
+    "running",
+    "serve_asgi",
+    "start_many",
+    "start_muretai",
+    "start_relay",
+    "start_serve",
+    "stop_all",
+    "wait_until",
+]
 
 _LISTENING = re.compile(rb"listening on http://127\.0\.0\.1:(\d+)")
 READY_PATHS = {"serve": "/.well-known/agent-card.json", "relay": "/card/did:key:z"}
@@ -96,7 +112,7 @@ class ServeProc:
         raise RuntimeError(f"serve did not answer in time: {self.log.read_text()}")
 
     def rpc(self, body: dict[str, Any], client: httpx.Client | None = None) -> dict[str, Any]:
-        resp = (client or httpx).post(self.base + "/", json=body, timeout=15)  # type: ignore[attr-defined]
+        resp = (client or httpx).post(self.base + "/", json=body, timeout=15)
         doc: dict[str, Any] = resp.json()
         doc["_status"] = resp.status_code
         return doc
@@ -160,7 +176,7 @@ def running(server: ServeProc) -> Iterator[ServeProc]:
         server.stop()
 
 
-def race(calls: list[Callable[[], Any]]) -> list[Any]:
+def race(calls: Sequence[Callable[..., Any]]) -> list[Any]:
     """Call each of ``calls`` in a thread of its own, all let go at once: their results."""
     out: list[Any] = [None] * len(calls)
     gate = threading.Barrier(len(calls))
