@@ -27,6 +27,7 @@ from muretai_cli.errors import (
     Refused,
     Unreachable,
 )
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.urls import BaseUrl, base_from_any, same_base
 from muretai_cli.verdict import Reason, Verdict, error, warning
 from muretai_cli.visit.card import CardCheck
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.handoff import CardSource, EntryCheck
 
-METHOD_NOT_FOUND = -32601
-REPLAY = -32002  # a door that answers a retry so has seen the first attempt
+METHOD_NOT_FOUND = Code.METHOD_NOT_FOUND
+REPLAY = Code.REPLAY_OR_STALE  # a door that answers a retry so has seen the first attempt
 Redeemed = Literal["redeemed", "open-door", "not-needed"]
 # "message": the signed messageId is derived from the one sent; "conversation": only the
 # signed contextId matches, so the reply may answer any message of that conversation.
