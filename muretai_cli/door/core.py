@@ -307,17 +307,24 @@ class Door:
 
     # -- contact/redeem --------------------------------------------------------------------
     def _redeem(self, params: dict[str, Any], now: int) -> dict[str, Any]:
-        from muretai_cli.artifacts.grant import check_grant, check_redeemer
+        from muretai_cli.artifacts.grant import check_redeem
+
+        admitted: list[str] = []  # the redeemer, once its signature verified and it passed
+
+        def admit(sender: str) -> None:  # between the redeemer's half and the grant's
+            self._rate(sender, self.clock())
+            if self.store.sender_status(sender) == "blocked":
+                raise RpcError(Code.INTRODUCTION_REQUIRED, "blocked")
+            admitted.append(sender)
 
         try:
-            grant, sender = check_redeemer(params, door_did=self.did, now=now)
-        except MuretaiError as exc:
-            raise ladder.refused(_REDEEM_CODES.get(exc.code, Code.SIGNATURE), exc) from None
-        self._rate(sender, self.clock())
-        if self.store.sender_status(sender) == "blocked":
-            raise RpcError(Code.INTRODUCTION_REQUIRED, "blocked")
+            checked, sender = check_redeem(params, door_did=self.did, now=now, admit=admit)
+        except DatabaseUnavailable:
+            raise
+        except MuretaiError as exc:  # the redeemer's half, or (once admitted) the grant's
+            raise ladder.refused(Code.GRANT_REFUSED if admitted else
+                                 _REDEEM_CODES.get(exc.code, Code.SIGNATURE), exc) from None
         try:
-            checked = check_grant(grant, for_did=self.did, now=now)
             stored = self.store.grant(checked["id"])
             if stored is None or stored.doc.get("sig") != checked.get("sig"):
                 raise RpcError(Code.GRANT_REFUSED, "unknown-grant")
