@@ -300,9 +300,9 @@ def _join_by_relay(key: SigningKey, got: Invite, claim: dict[str, Any], message:
     if message:
         ident_store = None
         try:
-            from muretai_cli.inbox.store import open_door_store
+            from muretai_cli.inbox.store import open_identity_store
 
-            ident_store = open_door_store(key.did, db)
+            ident_store = open_identity_store(key.did, db)
             sender = Sender(key, ident_store, ConnectionStore(key.did), client_for, now,
                             my_relay=my_relay, timeout=parse_seconds(timeout),
                             max_bytes=max_bytes)

@@ -23,7 +23,7 @@ from muretai_cli.cli._out import (
 from muretai_cli.cli._visitout import quoted
 
 if TYPE_CHECKING:
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
 
 # A row whose stored text is not UTF-8 (a damaged file): shown, with U+FFFD where it breaks.
 DAMAGED = "DAMAGED (not valid UTF-8 on disk)"
@@ -32,7 +32,7 @@ requests_app = typer.Typer(help="Held first contacts: list, approve, reject.",
 senders_app = typer.Typer(help="Allow and block lists.", invoke_without_command=True)
 
 
-def op_store(ctx: typer.Context) -> DoorStore:
+def op_store(ctx: typer.Context) -> IdentityStore:
     """The store of the identity named by ``op --as`` (its ``--db``, if given)."""
     from muretai_cli.cli._door import open_store
     from muretai_cli.cli._op import op_db, op_identity

@@ -20,10 +20,12 @@ from muretai_cli.errors import InputError, MuretaiError
 
 if TYPE_CHECKING:
     from muretai_cli.home import Identity
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.verdict import Verdict
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (first key: ok).")]
+# Eager, so a callback of another option (a DID resolved as it is parsed) knows the format.
+JsonOpt = Annotated[bool, typer.Option("--json", is_eager=True,
+                                       help="Print one JSON document (first key: ok).")]
 KeysOpt = Annotated[Path | None, typer.Option(
     "--keys", envvar="MURETAI_KEYS", help="Keys folder (default $MURETAI_HOME/keys).",
     show_default=False)]
@@ -355,7 +357,7 @@ def _judged(label: str, raw: bytes | InputError, check: Callable[[object], Verdi
 
 
 def did_option(value: str, name: str, *, keys: Path | None = None,
-               store: DoorStore | None = None) -> str:
+               store: IdentityStore | None = None) -> str:
     """A DID the user typed, or a name for one: one of your identities (in ``keys``), an
     org on your trust list, or (given the acting identity's ``store``) a contact you met
     through an invite, resolved and said on stderr. A malformed DID or an unknown name is a
@@ -373,7 +375,7 @@ def did_option(value: str, name: str, *, keys: Path | None = None,
     return value
 
 
-def _did_named(value: str, name: str, keys: Path | None, store: DoorStore | None) -> str:
+def _did_named(value: str, name: str, keys: Path | None, store: IdentityStore | None) -> str:
     from muretai_cli.home import dids_named, keys_dir
 
     found = dids_named(value, keys_dir(keys))
@@ -397,3 +399,20 @@ def _did_named(value: str, name: str, keys: Path | None, store: DoorStore | None
     did, what = found[0]
     note(f"{name} {shown} = {did} ({safe(what, limit=120)})")
     return did
+
+
+def did_opt(flag: str, help: str) -> Any:
+    """A ``typer.Option`` whose value reaches the command already resolved by
+    ``did_option``: the command gets the DID, never the name, so it cannot check the name."""
+    return typer.Option(flag, help=f"{help} A did:key or a name for one.",
+                        metavar="DID|NAME", callback=_resolved_did)
+
+
+def _resolved_did(ctx: typer.Context, param: typer.CallbackParam,
+                  value: str | None) -> str | None:
+    if value is None or ctx.resilient_parsing:
+        return value
+    try:
+        return did_option(value, param.opts[0])
+    except MuretaiError as exc:  # parsed before the command runs: rendered here
+        raise fail(exc, bool(ctx.params.get("json_out"))) from None
