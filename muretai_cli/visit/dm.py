@@ -192,16 +192,10 @@ def _rpc_answer(result: HttpResult, what: str, *, missing_ok: bool = False) -> d
     rpc_error = doc.get("error") if isinstance(doc, dict) else None
     refusal = http_refusal(result)
     if isinstance(rpc_error, dict):
-        code = rpc_error.get("code")
-        message = rpc_error.get("message")
-        data: dict[str, Any] = {"rpcError": {"code": code, "message": message,
-                                             "data": rpc_error.get("data")}}
-        if refusal is not None:
-            data.update(refusal.data)
-        exc = PeerRefused("door-refused", f"the door answered {what} with JSON-RPC error "
-                                          f"{code}: {str(message)[:300]}",
-                          hint=refusal.hint if refusal is not None else None, data=data)
-        raise exc
+        from muretai_cli.visit.remedies import door_refusal
+
+        raise door_refusal(what, rpc_error, hint=refusal.hint if refusal is not None else None,
+                           data=refusal.data if refusal is not None else None)
     if refusal is not None:
         raise refusal
     if not isinstance(doc, dict):
