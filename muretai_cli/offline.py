@@ -16,7 +16,7 @@ from muretai_cli.seam import (
     ENVELOPE_MAX_AHEAD,
     MESSAGE_WINDOW,
     check_fresh,
-    verify_card_envelope,
+    open_card_envelope,
     verify_envelope,
 )
 from muretai_cli.urls import BaseUrl, same_base
@@ -134,13 +134,13 @@ def check_card_envelope(doc: object, *, did: str, now: int,
                         origin: BaseUrl | None = None) -> Verdict:
     """A signed card envelope under the DID the caller expects, optionally for a base URL."""
     try:
-        card = verify_card_envelope(doc, expected_did=did)
+        signed = open_card_envelope(doc, expected_did=did)
     except MuretaiError as exc:
         return _failed("card", exc)
-    assert isinstance(doc, dict)
-    reasons = card_freshness(doc["ts"], now)
+    card = signed.card
+    reasons = card_freshness(signed.ts, now)
     if origin is not None and not same_base(str(card.get("url", "")), origin):
         reasons.append(error("wrong-origin", f"the card's url {str(card.get('url'))[:200]!r} "
                                              f"does not name {origin.text}"))
-    return Verdict.of("card", reasons, {"did": card["did"], "ts": doc["ts"],
+    return Verdict.of("card", reasons, {"did": card["did"], "ts": signed.ts,
                                         "url": card.get("url"), "name": card.get("name")})

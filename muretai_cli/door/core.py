@@ -320,15 +320,15 @@ class Door:
             raise RpcError(-32010, "blocked")
         try:
             checked = check_grant(grant, for_did=self.did, now=now)
-            stored = self.store.grant(checked["id"])
-            if stored is None or stored.doc.get("sig") != checked.get("sig"):
+            stored = self.store.grant(checked.id)
+            if stored is None or stored.doc.get("sig") != checked.sig:
                 raise RpcError(-32011, "unknown-grant")
-            expires = self.store.redeem(checked["id"], sender, now)
+            expires = self.store.redeem(checked.id, sender, now)
         except DatabaseUnavailable:
             raise
         except MuretaiError as exc:
             raise ladder.refused(-32011, exc) from None
-        return {"ok": True, "expires": expires, "grantId": checked["id"]}
+        return {"ok": True, "expires": expires, "grantId": checked.id}
 
 
     # -- onboard/claim: the answer to an invite this identity issued (inbox/claims.py) --------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from muretai_cli.errors import Refused
@@ -34,8 +35,23 @@ def sign_card_envelope(key: SigningKey, card: Mapping[str, Any], ts: int) -> dic
             "sig": key.sign(card_envelope_payload(body, ts))}
 
 
+@dataclass(frozen=True, slots=True)
+class SignedCard:
+    """A card envelope that verified under the DID the caller expected: the card and the
+    ``ts`` it was signed at (an integer). Built only by ``open_card_envelope``."""
+
+    card: dict[str, Any]
+    ts: int
+
+
 def verify_card_envelope(env: object, *, expected_did: str) -> dict[str, Any]:
-    """Verify an envelope under ``card.did`` and the caller's ``expected_did``; returns the card.
+    """Verify an envelope under ``card.did`` and the caller's ``expected_did``; returns the
+    card (``open_card_envelope`` for the card with its ``ts``)."""
+    return open_card_envelope(env, expected_did=expected_did).card
+
+
+def open_card_envelope(env: object, *, expected_did: str) -> SignedCard:
+    """Verify an envelope under ``card.did`` and the caller's ``expected_did``.
 
     ``ts`` must be an integer (freshness is the caller's check). A float anywhere in the
     signed bytes is ``float-in-payload``: such bytes are not reproducible across languages.
@@ -63,4 +79,4 @@ def verify_card_envelope(env: object, *, expected_did: str) -> dict[str, Any]:
         raise Refused("missing-sig", "the envelope carries no signature")
     public, raw = verifying_key_from_did(card["did"])
     verify_strict(public, raw, card_envelope_payload(card, ts), env["sig"])
-    return card
+    return SignedCard(card, ts)

@@ -188,8 +188,7 @@ class RelayClient:
                 raise Refused("relay-malformed", "the relay did not say the deposit is queued")
             return {"id": deposit_id, "attempts": attempt + 1,
                     "duplicate": doc.get("duplicate") is True}
-        assert last is not None
-        raise last
+        raise last or Unreachable("relay-unreachable", "no deposit attempt was made")
 
     def publish(self, envelope: dict[str, Any]) -> None:
         """POST a signed card envelope (the relay verifies it; we verified it first)."""
