@@ -16,6 +16,7 @@ from muretai_cli.seam import (
     ENVELOPE_MAX_AHEAD,
     MESSAGE_WINDOW,
     check_fresh,
+    envelope_freshness,
     open_card_envelope,
     verify_envelope,
 )
@@ -121,10 +122,11 @@ def card_freshness(ts: int, now: int) -> list[Reason]:
     fetch, handoff check): dated more than ENVELOPE_MAX_AHEAD ahead is refused
     (``envelope-from-the-future``); older than ENVELOPE_MAX_AGE is ``stale-envelope``, a
     warning (the signature still holds, the card may be out of date)."""
-    if ts - now > ENVELOPE_MAX_AHEAD:
+    verdict = envelope_freshness(ts, now)
+    if verdict == "from-the-future":
         return [error("envelope-from-the-future", f"the envelope is dated {ts - now} s ahead "
                                                   f"(more than {ENVELOPE_MAX_AHEAD} s)")]
-    if now - ts > ENVELOPE_MAX_AGE:
+    if verdict == "stale":
         return [warning("stale-envelope", f"the envelope was signed {now - ts} s ago "
                                           f"(more than {ENVELOPE_MAX_AGE // 3600} h)")]
     return []

@@ -24,6 +24,7 @@ from muretai_cli.artifacts._signed import (
 )
 from muretai_cli.errors import Refused
 from muretai_cli.seam import (
+    ARTIFACT_IAT_SKEW,
     MESSAGE_WINDOW,
     SigningKey,
     canonical_bytes,
@@ -33,7 +34,6 @@ from muretai_cli.seam import (
 
 GRANT_TYP = "muretai/contact-grant/1"
 DEFAULT_TTL = 7 * 86400
-MAX_IAT_SKEW = 300
 REDEEM_METHOD = "contact/redeem"
 
 
@@ -98,7 +98,7 @@ def check_grant(grant: object, *, for_did: str, now: int) -> Grant:
     if issuer != for_did:
         raise Refused("grant-for-other-did", f"the grant is issued by {issuer}, not {for_did}")
     verify_object(grant, issuer)
-    if iat > now + MAX_IAT_SKEW:
+    if iat > now + ARTIFACT_IAT_SKEW:
         raise Refused("issued-in-future", f"iat is {iat - now} s in the future")
     if exp <= now:
         raise Refused("expired", f"the grant expired {now - exp} s ago")

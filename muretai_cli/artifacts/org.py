@@ -20,10 +20,9 @@ from muretai_cli.artifacts._signed import (
     verify_object,
 )
 from muretai_cli.errors import Refused
-from muretai_cli.seam import SigningKey
+from muretai_cli.seam import ARTIFACT_IAT_SKEW, SigningKey
 
 ORG_TYP = "muretai/org-membership/1"
-MAX_IAT_SKEW = 300
 
 
 def attest_member(org_key: SigningKey, *, member_did: str, org_name: str, now: int,
@@ -74,7 +73,7 @@ def check_membership(doc: object, *, agent_did: str, now: int) -> Membership:
         raise Refused("membership-for-other-agent", f"the membership names {member}, "
                                                     f"not {agent_did}")
     verify_object(doc, org_did)
-    if iat > now + MAX_IAT_SKEW:
+    if iat > now + ARTIFACT_IAT_SKEW:
         raise Refused("issued-in-future", f"iat is {iat - now} s in the future")
     if exp is not None and exp <= now:
         raise Refused("expired", f"the membership expired {now - exp} s ago")

@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.ladder import RpcError
+from muretai_cli.seam import CLOCK_SKEW, RELAYED_MAX_AGE
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.consent import Policy
     from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.seam import SigningKey
 
-MAX_AGE = 30 * 24 * 3600  # a relayed message may wait for days, not for ever
-MAX_AHEAD = 300
 Outcome = Literal["accepted", "held", "refused", "duplicate", "joined"]
 
 
@@ -126,10 +125,12 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
             raise NotForUs("signer-not-depositor", "the message's from is not the DID that "
                                                    "deposited it")
         stamp = fields["timestamp"]
-        if stamp < now - MAX_AGE:
-            raise NotForUs("too-old", "the message is more than 30 days old")
-        if stamp > now + MAX_AHEAD:
-            raise NotForUs("from-the-future", "the message is dated more than 300 s ahead")
+        if stamp < now - RELAYED_MAX_AGE:
+            raise NotForUs("too-old", f"the message is more than {RELAYED_MAX_AGE // 86400} "
+                                      "days old")
+        if stamp > now + CLOCK_SKEW:
+            raise NotForUs("from-the-future", f"the message is dated more than {CLOCK_SKEW} s "
+                                              "ahead")
         ladder.signature(fields, env["sig"])
     except RpcError as exc:
         raise _rung(exc) from None

@@ -26,19 +26,21 @@ from muretai_cli.errors import MuretaiError, Refused
 from muretai_cli.seam._b64 import b64url_decode_strict, b64url_encode
 from muretai_cli.seam._canonical import parse_document
 from muretai_cli.seam._ed25519 import SigningKey
+from muretai_cli.seam._limits import (
+    CLOCK_SKEW,
+    DIRECTORY_WINDOW,
+    MAX_DIRECTORY_BYTES,
+    MAX_DIRECTORY_LIFETIME,
+    MAX_HEADER_CHARS,
+    MAX_REQUEST_LIFETIME,
+    REQUEST_WINDOW,
+)
 
 DIRECTORY_PATH = "/.well-known/http-message-signatures-directory"
 DIRECTORY_MEDIA_TYPE = "application/http-message-signatures-directory+json"
 TAG_REQUEST = "web-bot-auth"
 TAG_DIRECTORY = "http-message-signatures-directory"
 ALG = "ed25519"  # RFC 9421's registry name; JOSE's "EdDSA" is refused here
-CLOCK_SKEW = 300  # how far ahead of our clock `created` may be
-REQUEST_WINDOW = 300  # the lifetime we sign a request for
-MAX_REQUEST_LIFETIME = 600  # the longest request lifetime we accept (a bearer header)
-DIRECTORY_WINDOW = 7200
-MAX_DIRECTORY_LIFETIME = 7 * 86400
-MAX_HEADER_CHARS = 8192
-MAX_DIRECTORY_BYTES = 65536
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _KEY_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz*")
 _KEY_REST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.*")

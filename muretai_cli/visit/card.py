@@ -175,24 +175,13 @@ def org_verdict(doc: object, agent_did: str, now: int, trust: TrustList | None) 
 def _envelope_reasons(card: Mapping[str, Any], envelope: object, now: int
                       ) -> tuple[list[Reason], Signature, int | None]:
     from muretai_cli.offline import card_freshness
-    from muretai_cli.seam import canonical_bytes, open_card_envelope
+    from muretai_cli.seam import verify_served_card
 
     try:
-        opened = open_card_envelope(envelope, expected_did=str(card["did"]))
-        signed = opened.card
+        opened = verify_served_card(envelope, card, expected_did=str(card["did"]))
     except MuretaiError as exc:
-        return [error(f"envelope-{exc.code}", f"the signed envelope is refused: {exc.detail}")
-                ], "refused", None
-    same = signed is card  # a given envelope (--card F) is its own plain card
-    if not same:
-        try:
-            same = canonical_bytes(signed) == canonical_bytes(dict(card))
-        except MuretaiError:
-            same = False
-    if not same:
-        return [error("envelope-card-differs", "the signed envelope verifies, but its card "
-                                               "differs from the plain card served")
-                ], "refused", None
+        code = exc.code if exc.code.startswith("envelope-") else f"envelope-{exc.code}"
+        return [error(code, f"the signed envelope is refused: {exc.detail}")], "refused", None
     return card_freshness(opened.ts, now), "verified", opened.ts
 
 

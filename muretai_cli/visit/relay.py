@@ -240,7 +240,7 @@ class RelayClient:
 
 def card_freshness(card: RelayCard, now: int) -> None:
     """A relay card dated ahead of now (beyond the seam's allowance) is refused."""
-    from muretai_cli.seam import ENVELOPE_MAX_AHEAD
+    from muretai_cli.seam import envelope_freshness
 
-    if card.ts > now + ENVELOPE_MAX_AHEAD:
+    if envelope_freshness(card.ts, now) == "from-the-future":  # stale still carries a box
         raise Refused("card-from-the-future", f"the card of {card.did} is dated ahead of now")
