@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from muretai_cli.cli._formats import FormatOpt
-from muretai_cli.cli._out import FilesArg, JsonOpt, NowOpt, verify_batch
+from muretai_cli.cli._out import FilesArg, JsonOpt, NowOpt, did_opt, verify_batch
 
 
 def _grant_summary(item: dict[str, Any]) -> str:
@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
     @app.command("grant")
     def verify_grant(
         files: FilesArg,
-        for_: Annotated[str, typer.Option("--for", help="The door DID the grant must name.")],
+        for_: Annotated[str, did_opt("--for", "The door DID the grant must name.")],
         now: NowOpt = None,
         fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
@@ -54,8 +54,7 @@ def register(app: typer.Typer) -> None:
     @app.command("org")
     def verify_org(
         files: FilesArg,
-        agent: Annotated[str, typer.Option("--agent", help="The agent DID the membership "
-                                           "must name.")],
+        agent: Annotated[str, did_opt("--agent", "The agent DID the membership must name.")],
         now: NowOpt = None,
         fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
