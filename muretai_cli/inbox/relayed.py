@@ -18,15 +18,14 @@ from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.arrival import Arrival, Window, read_message
 from muretai_cli.inbox.ladder import Code, RpcError
+from muretai_cli.seam import CLOCK_SKEW, RELAYED_MAX_AGE
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.consent import Policy
     from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.seam import SigningKey
 
-MAX_AGE = 30 * 24 * 3600  # a relayed message may wait for days, not for ever
-MAX_AHEAD = 300
-RELAYED_WINDOW = Window(MAX_AGE, MAX_AHEAD, too_old="too-old")
+RELAYED_WINDOW = Window(RELAYED_MAX_AGE, CLOCK_SKEW, too_old="too-old")
 Outcome = Literal["accepted", "held", "refused", "duplicate", "joined"]
 
 

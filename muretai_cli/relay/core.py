@@ -30,6 +30,8 @@ from muretai_cli.relay.store import Deposit, DepositOutcome
 from muretai_cli.seam import (
     ENVELOPE_MAX_AHEAD,
     b64decode_strict,
+    envelope_freshness,
+    is_enc_pub,
     parse_document,
     public_from_did,
     verify_card_envelope,
@@ -66,7 +68,6 @@ MAX_EPOCH = 2**63 - 1
 EPOCH_PER_MINUTE = 60_000_000
 MAX_ACK_IDS = 1000
 _ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f|]")
-_ENC_PUB = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,7 @@ class Relay:
         doc = _object(raw)
         to, sender = _did(doc, "to"), _did(doc, "from")
         sender_enc = _str(doc, "from_enc")
-        if not _ENC_PUB.fullmatch(sender_enc):
+        if not is_enc_pub(sender_enc):
             _malformed("from_enc must be 64 lowercase hex characters")
         deposit_id = _str(doc, "id")
         if not 1 <= len(deposit_id) <= MAX_ID_CHARS or _ID_FORBIDDEN.search(deposit_id):
@@ -418,7 +419,7 @@ class Relay:
             raise Refusal(400, "bad-card", f"the envelope does not verify under card.did "
                                            f"({exc.code}: {exc.detail})") from None
         ts = doc["ts"]
-        if ts > self.clock() + ENVELOPE_MAX_AHEAD:
+        if envelope_freshness(ts, int(self.clock())) == "from-the-future":
             raise Refusal(400, "bad-card", "ts is in the future by more than "
                                            f"{ENVELOPE_MAX_AHEAD} s")
         envelope = _encode({"v": 1, "typ": doc["typ"], "card": card, "ts": ts, "sig": doc["sig"]})

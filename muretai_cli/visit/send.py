@@ -241,7 +241,9 @@ def _deposit(sender: Sender, card: RelayCard, text: str, context_id: str | None,
     from muretai_cli.seam import canonical_bytes, seal_box
     from muretai_cli.visit.relay import RelayClient
 
-    assert card.relay is not None and card.enc_pub is not None
+    if card.relay is None or card.enc_pub is None:  # the route was chosen for having both
+        raise Refused("unreachable-identity", f"the card of {card.did} names no relay and "
+                                              "enc_pub to deposit with")
     relay = RelayClient(card.relay, sender.client_for, timeout=sender.timeout)
     message = signed_message(sender.key, to=card.did, text=text, now=sender.now,
                              context_id=context_id or new_context_id(), reply_to=reply_to,
