@@ -124,16 +124,18 @@ class InviteStore:
         return self._of(row)
 
     def redeem(self, nonce: str, joiner: Contact, now: int,
-               admit: Callable[[Tx], None] | None = None) -> bool:
+               admit: Callable[[Tx], None] | None = None, *,
+               valid_at: int | None = None) -> bool:
         """Spend one use of ``nonce`` for ``joiner``, record the joiner as a contact and run
         ``admit`` (the door store's ``admit_joiner``: blocked, or now an allowed sender), all
         in one exclusive transaction; returns whether the contact is new. A joiner claiming
         the same invite again spends nothing more. ``Refused``: what ``admit`` raises, then
-        ``unknown-nonce``, ``revoked-invite``, ``expired-invite``, ``invite-used-up``."""
+        ``unknown-nonce``, ``revoked-invite``, ``expired-invite`` (at ``valid_at``, default
+        ``now``), ``invite-used-up``."""
         with self.db.transaction() as tx:
             if admit is not None:
                 admit(tx)
-            spend_use(tx, INVITE_USES, nonce, joiner.did, now)
+            spend_use(tx, INVITE_USES, nonce, joiner.did, now, valid_at)
             return self._insert_contact(tx, joiner)
 
     def _insert_contact(self, tx: Tx, contact: Contact) -> bool:
