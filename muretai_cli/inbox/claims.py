@@ -66,7 +66,7 @@ def process_claim(obj: object, *, me: str, store: IdentityStore, now: int,
 _RPC_CODES = {"wrong-recipient": -32003, "stale": -32002, "from-the-future": -32002,
               "blocked": -32010, "malformed-claim": -32602, "claim-fields-altered": -32602,
               "unknown-nonce": -32011, "revoked-invite": -32011, "expired-invite": -32011,
-              "invite-used-up": -32011}
+              "invite-used-up": -32011, "reclaim-addresses-differ": -32011}
 
 
 def rpc_code(reason: str) -> int:

@@ -118,6 +118,8 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
                                       "the depositor's enc_pub")
     try:
         doc = ladder.parse_request(plain)
+        if "jsonrpc" not in doc and doc.get("method") == "onboard/claim":
+            raise ClaimDeposit(doc)  # the bare claim object (the seam's claim vectors' shape)
         method, params = ladder.rpc_shape(doc)
         if method == "onboard/claim":
             raise ClaimDeposit(params)
