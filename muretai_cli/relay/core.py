@@ -16,6 +16,7 @@ import json
 import logging
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ MAX_EPOCH = 2**63 - 1
 # ends; a stored epoch past what any token valid now allows is void (see ``epoch_end``).
 EPOCH_PER_MINUTE = 60_000_000
 MAX_ACK_IDS = 1000
+CORRESPONDENTS = 100_000  # (sender, recipient) pairs remembered for the friends' lane
 _ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f|]")
 _ENC_PUB = re.compile(r"[0-9a-f]{64}")
 
@@ -232,6 +234,11 @@ class Relay:
         self.origin = config.url.origin
         self._by_sender = KeyedBuckets(self.limits.per_sender)
         self._by_mailbox = KeyedBuckets(self.limits.per_mailbox)
+        # a mailbox's owner's correspondents (those it deposited for) have a lane of their
+        # own into it, beside the one all other senders share: fresh keys flooding the
+        # shared lane cannot starve a friend (see ``_rate``)
+        self._by_pair = KeyedBuckets(self.limits.per_mailbox)
+        self._wrote: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._last_expire = 0.0
 
     # -- deposits ------------------------------------------------------------------------
@@ -284,11 +291,26 @@ class Relay:
             raise Refusal(401, "bad-signature", f"sig does not verify under from "
                                                 f"({exc.code})") from None
         now = self.clock()
-        wait = admit((self._by_sender.get(sender, now), self._by_mailbox.get(to, now)), now)
+        self._rate(to, sender, now)
+        return Deposit(to, sender, sender_enc, deposit_id, blob, int(now))
+
+    def _rate(self, to: str, sender: str, now: float) -> None:
+        """Take a deposit's tokens (else 429): the sender's bucket, and the mailbox's lane
+        for it. A sender the mailbox's owner deposited for within ``--expire`` (remembered
+        in this process, the most recent ``CORRESPONDENTS`` pairs) has a lane of its own,
+        at the mailbox's rate; every other sender shares the mailbox's bucket."""
+        wrote = self._wrote.get((to, sender))
+        friend = wrote is not None and now - wrote < self.limits.expire_seconds
+        lane = self._by_pair.get(f"{to} {sender}", now) if friend \
+            else self._by_mailbox.get(to, now)
+        wait = admit((self._by_sender.get(sender, now), lane), now)
         if wait:
             raise Refusal(429, "rate-limited", f"too many deposits; retry in {wait} s",
                           ((b"retry-after", str(wait).encode()),))
-        return Deposit(to, sender, sender_enc, deposit_id, blob, int(now))
+        self._wrote[(sender, to)] = now  # the recipient is now the sender's correspondent
+        self._wrote.move_to_end((sender, to))
+        if len(self._wrote) > CORRESPONDENTS:
+            self._wrote.popitem(last=False)
 
     async def _maybe_expire(self, now: int) -> None:
         if now - self._last_expire >= 60:
