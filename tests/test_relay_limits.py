@@ -17,7 +17,6 @@ import pytest
 from muretai_cli.seam import SigningKey
 from tests.relay_helpers import LiveRelay, deposit_body, live_relay
 
-
 NOW = time.time()
 
 
