@@ -14,16 +14,31 @@ from pathlib import Path
 import httpx
 import pytest
 
-from muretai_cli.seam import SigningKey
+from muretai_cli.seam import SigningKey, sign_card_envelope
 from tests.relay_helpers import LiveRelay, deposit_body, live_relay
 
 NOW = time.time()
+DAY = 86400
+
+
+class Clock:
+    """The relay's clock: it stands still (a bucket refills only when a test moves it)."""
+
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @pytest.fixture
-def relay(tmp_path: Path) -> Iterator[LiveRelay]:
-    """A relay whose clock stands still: a bucket refills only when a test moves it."""
-    with live_relay(tmp_path / "relay.sqlite3", clock=lambda: NOW) as live:
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def relay(tmp_path: Path, clock: Clock) -> Iterator[LiveRelay]:
+    with live_relay(tmp_path / "relay.sqlite3", clock=clock) as live:
         yield live
 
 
@@ -46,3 +61,43 @@ def test_fresh_keys_flooding_a_mailbox_do_not_starve_a_correspondent(relay: Live
         assert _send(client, relay, SigningKey.generate(), bob) == 429
         # the lane is alice's only: she still has her own sender bound (60/min)
         assert [_send(client, relay, alice, bob) for _ in range(60)].count(429) > 0
+
+
+def _card(client: httpx.Client, relay: LiveRelay, key: SigningKey, ts: int) -> httpx.Response:
+    card = {"did": key.did, "name": "n", "url": "", "relay": relay.url, "enc_pub": key.enc_pub}
+    return client.post(f"{relay.url}/card", content=json.dumps(
+        sign_card_envelope(key, card, ts)).encode(), headers={"content-type": "application/json"})
+
+
+def test_card_posts_are_rate_limited_per_did_and_for_new_cards(relay: LiveRelay) -> None:
+    alice = SigningKey.generate()
+    with httpx.Client(timeout=30) as client:
+        answers = [_card(client, relay, alice, int(NOW) - 100 + i).status_code
+                   for i in range(11)]
+        assert answers == [200] * 10 + [429]  # 10 per minute by one DID
+        fresh = [_card(client, relay, SigningKey.generate(), int(NOW)).status_code
+                 for _ in range(60)]
+        assert fresh.count(200) == 59 and fresh[-1] == 429  # 60 new cards a minute, alice's
+        # first one among them; a DID the relay holds a card for still refreshes it
+        bob = SigningKey.generate()
+        relay.relay.store.put_card(bob.did, 1, "{}")
+        assert _card(client, relay, bob, int(NOW)).status_code == 200
+
+
+def test_cards_of_dids_that_never_listened_are_capped_and_pruned(
+        tmp_path: Path, clock: Clock) -> None:
+    with live_relay(tmp_path / "relay.sqlite3", clock=clock, stranger_cards=3) as relay, \
+            httpx.Client(timeout=30) as client:
+        old = SigningKey.generate()
+        assert _card(client, relay, old, int(NOW) - 8 * DAY).status_code == 200
+        for _ in range(2):
+            assert _card(client, relay, SigningKey.generate(), int(NOW)).status_code == 200
+        refused = _card(client, relay, SigningKey.generate(), int(NOW))
+        assert refused.status_code == 507 and refused.json()["error"] == "relay-full"
+        listener = SigningKey.generate()  # a DID that listened is not a stranger
+        assert relay.listen(listener).status_code == 200
+        assert _card(client, relay, listener, int(NOW) - 8 * DAY).status_code == 200
+        clock.now += 60  # the relay's once-a-minute expiry: a week-old stranger card goes
+        assert _card(client, relay, SigningKey.generate(), int(NOW)).status_code == 200
+        assert relay.relay.store.card(old.did) is None
+        assert relay.relay.store.card(listener.did) is not None

@@ -85,6 +85,9 @@ class RelayLimits:
     default_wait: float = 25.0
     max_wait: float = 30.0
     minute_skew: int = 1  # listen tokens: minutes either side of the relay's clock
+    card_per_did: int = 10  # card posts per minute by one DID (0: no limit)
+    new_cards: int = 60  # card posts per minute, whole relay, by DIDs it holds no card for
+    stranger_cards: int = 100_000  # cards held for DIDs that never listened (past it: 507)
 
 
 @dataclass
@@ -240,6 +243,8 @@ class Relay:
         self._by_pair = KeyedBuckets(self.limits.per_mailbox)
         self._wrote: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._last_expire = 0.0
+        self._cards_by_did = KeyedBuckets(self.limits.card_per_did)
+        self._new_cards = KeyedBuckets(self.limits.new_cards, max_keys=1)
 
     # -- deposits ------------------------------------------------------------------------
     async def send(self, raw: bytes) -> Answer:
@@ -317,6 +322,7 @@ class Relay:
             self._last_expire = now
             before = now - self.limits.expire_seconds
             await self.calls.call(lambda: self.store.expire(before))
+            await self.calls.call(lambda: self.store.expire_cards(before))
 
     # -- listeners -----------------------------------------------------------------------
     async def _listener(self, doc: dict[str, Any]) -> tuple[str, int]:
@@ -441,6 +447,19 @@ class Relay:
         if ts > self.clock() + ENVELOPE_MAX_AHEAD:
             raise Refusal(400, "bad-card", "ts is in the future by more than "
                                            f"{ENVELOPE_MAX_AHEAD} s")
+        held, listened = await self.calls.call(lambda: self.store.card_standing(did))
+        now = self.clock()
+        wait = admit((self._cards_by_did.get(did, now),
+                      None if held else self._new_cards.get("", now)), now)
+        if wait:
+            raise Refusal(429, "rate-limited", f"too many card posts; retry in {wait} s",
+                          ((b"retry-after", str(wait).encode()),))
+        await self._maybe_expire(int(now))  # prunes old cards of strangers, before counting
+        if not held and not listened and await self.calls.call(
+                self.store.stranger_cards) >= self.limits.stranger_cards:
+            raise Refusal(507, "relay-full", f"the relay holds {self.limits.stranger_cards} "
+                                             "cards of DIDs that never listened; listen "
+                                             "first, or retry later")
         envelope = _encode({"v": 1, "typ": doc["typ"], "card": card, "ts": ts, "sig": doc["sig"]})
         if not await self.calls.call(lambda: self.store.put_card(did, ts, envelope)):
             raise Refusal(409, "stale-card", "the relay holds an envelope for this DID that is "

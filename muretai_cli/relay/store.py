@@ -120,6 +120,11 @@ _ACK_SQL = ("DELETE FROM relay_messages WHERE to_did=? AND id IN ("  # noqa: S60
             + ", ".join("?" * _ACK_CHUNK) + ")")
 
 
+# cards of DIDs that never listened: counted against a cap, pruned after --expire
+_STRANGER_CARDS_SQL = ("SELECT count(*) FROM relay_cards WHERE NOT EXISTS "
+                       "(SELECT 1 FROM relay_listeners l WHERE l.did = relay_cards.did)")
+_EXPIRE_CARDS_SQL = ("DELETE FROM relay_cards WHERE ts<? AND NOT EXISTS "
+                     "(SELECT 1 FROM relay_listeners l WHERE l.did = relay_cards.did)")
 _CLAIM_EPOCH_SQL = ("INSERT INTO relay_listeners (did, epoch) VALUES (?, ?) ON CONFLICT (did) "
                     "DO UPDATE SET epoch=excluded.epoch "
                     "WHERE relay_listeners.epoch < excluded.epoch")
@@ -290,6 +295,21 @@ class RelayStore:
                 "DO UPDATE SET ts=excluded.ts, envelope=excluded.envelope "
                 "WHERE relay_cards.ts < excluded.ts", (did, ts, envelope))
         return result.rowcount > 0
+
+    def card_standing(self, did: str) -> tuple[bool, bool]:
+        """Whether the relay holds a card for ``did``, and whether ``did`` ever listened."""
+        row = self.db.one("SELECT (SELECT count(*) FROM relay_cards WHERE did=?), "
+                          "(SELECT count(*) FROM relay_listeners WHERE did=?)", (did, did))
+        return (bool(row[0]), bool(row[1])) if row is not None else (False, False)
+
+    def stranger_cards(self) -> int:
+        """How many cards are held for DIDs that never listened."""
+        row = self.db.one(_STRANGER_CARDS_SQL)
+        return int(row[0]) if row is not None else 0
+
+    def expire_cards(self, before: int) -> int:
+        """Delete the cards of DIDs that never listened, dated (``ts``) before ``before``."""
+        return max(self.db.execute(_EXPIRE_CARDS_SQL, (before,)).rowcount, 0)
 
     def card(self, did: str) -> str | None:
         row = self.db.one("SELECT envelope FROM relay_cards WHERE did=?", (did,))
