@@ -101,3 +101,67 @@ def test_cards_of_dids_that_never_listened_are_capped_and_pruned(
         assert _card(client, relay, SigningKey.generate(), int(NOW)).status_code == 200
         assert relay.relay.store.card(old.did) is None
         assert relay.relay.store.card(listener.did) is not None
+
+
+def _blob_of(sender: SigningKey, to: SigningKey) -> int:
+    return len(deposit_body(sender, to, "x" * 1000)["blob"])
+
+
+def test_a_mailbox_holds_at_most_its_bytes(backend: str, clock: Clock) -> None:
+    """On both backends (PostgreSQL: through the group commit's statement)."""
+    alice, bob = SigningKey.generate(), SigningKey.generate()
+    size = _blob_of(alice, bob)
+    with live_relay(backend, clock=clock, max_mailbox_bytes=3 * size + 10) as relay, \
+            httpx.Client(timeout=30) as client:
+        answers = [_send(client, relay, SigningKey.generate(), bob, "x" * 1000)
+                   for _ in range(4)]
+        assert answers == [200, 200, 200, 507]
+        assert _send(client, relay, alice, SigningKey.generate(), "x" * 1000) == 200
+
+
+def test_a_batch_into_one_mailbox_keeps_the_byte_cap(backend: str) -> None:
+    from muretai_cli.relay.store import Deposit, RelayStore
+
+    store = RelayStore.open(backend)
+    bob = SigningKey.generate().did
+    try:
+        before = store.held_bytes()  # a PostgreSQL database is shared by the module's tests
+        items = [Deposit(bob, SigningKey.generate().did, "ab" * 32, f"d{i}", "A" * 100, 1)
+                 for i in range(4)]
+        assert store.deposit_many(items, max_waiting=10, max_bytes=250) == [
+            "queued", "queued", "mailbox-full", "mailbox-full"]
+        assert store.held_bytes() == (before[0] + 200, before[1] + 200)
+    finally:
+        store.close()
+
+
+def test_deposits_for_dids_that_never_listened_are_capped_relay_wide(clock: Clock,
+                                                                    tmp_path: Path) -> None:
+    """Fresh keys filling fresh mailboxes (120 x 256 KiB in the attack): at most
+    ``max_stranger_bytes`` wait for DIDs that never listened; one that listened still gets
+    mail."""
+    size = _blob_of(SigningKey.generate(), SigningKey.generate())
+    with live_relay(tmp_path / "relay.sqlite3", clock=clock,
+                    max_stranger_bytes=5 * size + 10) as relay, \
+            httpx.Client(timeout=30) as client:
+        answers = [_send(client, relay, SigningKey.generate(), SigningKey.generate(), "x" * 1000)
+                   for _ in range(7)]
+        assert answers == [200] * 5 + [507] * 2
+        listener = SigningKey.generate()
+        assert relay.listen(listener).status_code == 200
+        assert _send(client, relay, SigningKey.generate(), listener, "x" * 1000) == 200
+
+
+def test_the_relay_holds_at_most_its_bytes(clock: Clock, tmp_path: Path) -> None:
+    size = _blob_of(SigningKey.generate(), SigningKey.generate())
+    with live_relay(tmp_path / "relay.sqlite3", clock=clock,
+                    max_relay_bytes=4 * size + 10) as relay, httpx.Client(timeout=30) as client:
+        listeners = [SigningKey.generate() for _ in range(5)]
+        for key in listeners:
+            assert relay.listen(key).status_code == 200
+        answers = [_send(client, relay, SigningKey.generate(), key, "x" * 1000)
+                   for key in listeners]
+        assert answers == [200] * 4 + [507]
+        full = client.post(f"{relay.url}/send", content=json.dumps(deposit_body(
+            SigningKey.generate(), listeners[0], "x" * 1000)).encode())
+        assert full.json()["error"] == "relay-full"
