@@ -13,7 +13,6 @@ import typer
 from muretai_cli.cli._out import (
     JsonOpt,
     emit_json,
-    handles_errors,
     json_text,
     note,
     safe,
@@ -54,7 +53,6 @@ def _wait_seconds(wait: bool, extra: list[str]) -> int:
     return seconds
 
 
-@handles_errors
 def turn_check(
     ctx: typer.Context,
     wait: Annotated[bool, typer.Option("--wait", help="Wait for a message if none is "
@@ -240,7 +238,6 @@ def event_lines(event: dict[str, Any]) -> list[str]:
     return lines
 
 
-@handles_errors
 def policy(
     ctx: typer.Context,
     value: Annotated[str | None, typer.Argument(
@@ -272,7 +269,6 @@ def policy(
         say(current)
 
 
-@handles_errors
 def connections(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Peers and how each is reached (door URL or relay), with the last message either way."""
     from muretai_cli.cli._op import op_identity

@@ -18,7 +18,6 @@ from muretai_cli.cli._out import (
     JsonOpt,
     NowOpt,
     did_opt,
-    handles_errors,
     verify_batch,
 )
 
@@ -27,7 +26,6 @@ app = typer.Typer(help="Verify signed artifacts offline (messages, cards, grants
 
 
 @app.command("message")
-@handles_errors
 def message(
     files: FilesArg,
     to: Annotated[str, did_opt("--to", "Your DID: the recipient you expect.")],
@@ -50,7 +48,6 @@ def message(
 
 
 @app.command("card")
-@handles_errors
 def card(
     files: FilesArg,
     did: Annotated[str, did_opt("--did", "The DID the card must name.")],

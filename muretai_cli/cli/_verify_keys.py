@@ -18,7 +18,6 @@ from muretai_cli.cli._out import (
     JsonOpt,
     NowOpt,
     did_opt,
-    handles_errors,
     read_input,
     verify_batch,
 )
@@ -38,7 +37,6 @@ def register(app: typer.Typer) -> None:
     """Add the key-record verify commands to the ``verify`` group."""
 
     @app.command("keystate")
-    @handles_errors
     def verify_keystate(
         files: FilesArg,
         root: Annotated[str, did_opt("--root", "The root DID the KeyState must be for.")],
@@ -110,7 +108,6 @@ def register(app: typer.Typer) -> None:
         verify_batch(files, json_out, check, _keystate_summary, fmt=fmt)
 
     @app.command("owner-state")
-    @handles_errors
     def verify_owner_state(
         files: FilesArg,
         root: Annotated[str, did_opt("--root", "The owner DID it must be for.")],
@@ -138,7 +135,6 @@ def register(app: typer.Typer) -> None:
             f"{len(item.get('revoked') or [])} device(s) disowned"), fmt=fmt)
 
     @app.command("binding")
-    @handles_errors
     def verify_binding(
         files: FilesArg,
         device: Annotated[str, did_opt("--device", "The device DID you expect (the binding "

@@ -13,7 +13,6 @@ from muretai_cli.cli._out import (
     JsonOpt,
     NowOpt,
     did_opt,
-    handles_errors,
     read_input,
     verify_batch,
 )
@@ -27,7 +26,6 @@ def register(app: typer.Typer) -> None:
     """Add the web-identity verify commands to the ``verify`` group."""
 
     @app.command("domain-linkage")
-    @handles_errors
     def verify_domain_linkage(
         files: FilesArg,
         domain: Annotated[str, typer.Option("--domain", help="The domain it must name "
@@ -52,7 +50,6 @@ def register(app: typer.Typer) -> None:
         verify_batch(files, json_out, check, _link_summary, fmt=fmt)
 
     @app.command("request")
-    @handles_errors
     def verify_request(
         files: FilesArg,
         authority: Annotated[str, typer.Option("--authority", help="Where the request was "

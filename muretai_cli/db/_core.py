@@ -105,6 +105,9 @@ class Database(ABC):
 
     dialect: Dialect
     connections = 1  # how many threads may use this at once (a pool's size)
+    # Declared, not sniffed: the engine runs a whole batch as one statement over one JSON
+    # parameter (``json_to_recordset``, ``ROWS FROM ... WITH ORDINALITY``): PostgreSQL.
+    json_batches = False
 
     @abstractmethod
     def transaction(self, *, exclusive: bool = True) -> AbstractContextManager[Tx]: ...
@@ -164,6 +167,7 @@ class _InTransaction(Database):
 
     def __init__(self, outer: Database, tx: Tx) -> None:
         self.dialect = outer.dialect
+        self.json_batches = outer.json_batches
         self._outer = outer
         self._tx = tx
         self._depth = 0

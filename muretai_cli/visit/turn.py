@@ -39,7 +39,7 @@ from muretai_cli.errors import MuretaiError
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.consent import Policy
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.relay import RelayClient, Waiting
 
@@ -60,7 +60,7 @@ class Drained:
 
 
 class TurnCheck:
-    def __init__(self, key: SigningKey, store: DoorStore, relay: RelayClient, policy: Policy,
+    def __init__(self, key: SigningKey, store: IdentityStore, relay: RelayClient, policy: Policy,
                  *, clock: Callable[[], float] = time.time, claimant: str | None = None,
                  at: Callable[[str], None] = lambda point: None) -> None:
         from muretai_cli.visit.relay import new_epoch
