@@ -183,7 +183,7 @@ def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
         note("no new messages")
     if problem is not None:
         if json_out:  # the one document is printed; the diagnosis goes to stderr
-            note(f"error: {problem.diagnostics()}")
+            note(f"error: {safe(problem.diagnostics(), multiline=True)}")  # the relay's words
             raise typer.Exit(problem.exit_code)
         raise problem
 
