@@ -139,6 +139,15 @@ def serve(
     on_message_timeout: Annotated[str, typer.Option(
         "--on-message-timeout", metavar="DURATION",
         help="How long CMD may take: 5, 1.5s, 1m.")] = "5s",
+    prefer: Annotated[list[str] | None, typer.Option(
+        "--prefer", metavar="KIND[:WHEN]", show_default=False,
+        help="The site's order of its ways in, published as agentEntry.prefer (repeat, in "
+             "order): page, card or mcp, optionally :person, :alone, :key, :no-key, :token "
+             "or :browser.")] = None,
+    skill: Annotated[list[Path] | None, typer.Option(
+        "--skill", metavar="FILE", show_default=False,
+        help="Add the A2A skills in FILE (one skill object or an array) to the card "
+             "(repeatable).")] = None,
     db: DbOpt = None,
     keys: KeysOpt = None,
     json_out: Annotated[bool, typer.Option(
@@ -161,9 +170,11 @@ def serve(
     if base.text != url:
         note(f"serving as {base.text} (the canonical form of {safe(url)})")
     from muretai_cli.door.core import DoorConfig
+    from muretai_cli.door.publish import load_skills, parse_prefer
 
     # Checked before the identity is loaded or anything is opened: a bad setting is exit 2.
-    checked = DoorConfig(name="door", url=base,
+    checked = DoorConfig(name="door", url=base, prefer=parse_prefer(prefer or []),
+                         skills=load_skills(skill or []),
                          policy=dm_policy or "quarantine",  # type: ignore[arg-type]
                          rate_per_sender=rate_per_sender, rate_total=rate_total,
                          slow_seconds=slow_seconds, max_connections=max_connections,

@@ -77,6 +77,7 @@ class PublishedCard:
             "agentEntry": self.terms,
         }}
         card["security"] = [{SCHEME: []}]
+        _publish(card, self.config, self.terms["endpoint"])
         if grant is not None:
             card["contact"] = grant.doc
         if self.config.org is not None:
@@ -139,6 +140,17 @@ class PublishedCard:
         self._refresh(int(self.clock()))
         return self._env_bytes
 
+
+
+def _publish(card: dict[str, Any], config: DoorConfig, endpoint: str) -> None:
+    """The card's published extras: the owner's skills, declared order and interfaces."""
+    from muretai_cli.door.publish import supported_interfaces
+
+    card["skills"].extend(dict(s) for s in config.skills)
+    if config.prefer:
+        card["agentEntry"]["prefer"] = [p if isinstance(p, str) else dict(p)
+                                        for p in config.prefer]
+    card["supportedInterfaces"] = supported_interfaces(endpoint, PROTOCOL_VERSION)
 
 
 def terms(did: str, endpoint: str, policy: str) -> dict[str, Any]:
