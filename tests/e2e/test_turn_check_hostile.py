@@ -10,6 +10,7 @@ import json
 import time
 from typing import Any
 
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -20,6 +21,7 @@ from muretai_cli.home import KeyStore, keys_dir
 from muretai_cli.seam import SigningKey, canonical_bytes, seal_box
 from tests.cli_helpers import new_identity, run
 from tests.servers import serve_asgi
+from tests.waiting import wait_until
 
 
 class LyingRelay:
@@ -103,6 +105,7 @@ def test_lies_are_refused_reported_and_the_drain_goes_on() -> None:
         assert human.exit_code == 0 and "no new messages" in human.stderr
 
 
+@pytest.mark.slow
 def test_a_second_turn_check_supersedes_the_first(tmp_path: Any) -> None:
     import os
     import subprocess
@@ -120,10 +123,8 @@ def test_a_second_turn_check_supersedes_the_first(tmp_path: Any) -> None:
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  env={**os.environ})
         try:
-            deadline = time.monotonic() + 30
-            while relay.relay.store.epoch(me) is None and time.monotonic() < deadline:
-                time.sleep(0.02)  # until the first listener has claimed its epoch
-            assert relay.relay.store.epoch(me) is not None
+            wait_until(lambda: relay.relay.store.epoch(me) is not None,
+                       "the first listener has claimed its epoch", timeout=30)
             second = run("op", "--as", "me", "turn-check", "--json")
             assert second.exit_code == 0, second.stdout
             out, err = first.communicate(timeout=40)

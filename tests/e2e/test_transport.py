@@ -14,6 +14,7 @@ import pytest
 from muretai_cli.seam import SigningKey
 from muretai_cli.transport.server import EVICT_IDLE_AFTER
 from tests.door_helpers import live_door, raw_socket, send_request
+from tests.repo_files import ROOT
 
 try:
     import httptools  # noqa: F401
@@ -22,7 +23,7 @@ try:
 except ImportError:  # pragma: no cover
     PROTOCOLS = ["h11"]
 
-TRANSPORT = Path(__file__).resolve().parents[1] / "muretai_cli" / "transport"
+TRANSPORT = ROOT / "muretai_cli" / "transport"
 
 
 def _imports(path: Path) -> set[str]:

@@ -24,7 +24,7 @@ from muretai_cli.seam import (
     verify_request,
 )
 from muretai_cli.seam._b64 import b64url_encode
-from tests.conftest import load_vectors
+from tests.repo_files import load_vectors
 
 KEY = SigningKey(bytes(range(32)))
 THIEF = SigningKey(bytes(range(64, 96)))

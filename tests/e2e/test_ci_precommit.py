@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from tests.cli_helpers import new_identity, run
+from tests.repo_files import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SHOP = "https://shop.example"
 

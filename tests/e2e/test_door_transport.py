@@ -157,6 +157,7 @@ def _mutated_requests(did: str) -> st.SearchStrategy[bytes]:
     return st.builds(mutate, paths, json_values)
 
 
+@pytest.mark.slow
 def test_arbitrary_bodies_always_get_an_answer() -> None:
     with live_door("quarantine", rate_per_sender=0, rate_total=0) as door:
         client = httpx.Client(timeout=10)

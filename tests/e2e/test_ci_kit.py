@@ -19,9 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import VECTORS
+from tests.repo_files import ROOT, VECTORS
 
-ROOT = Path(__file__).resolve().parents[1]
 ORIGIN = "https://muretai.net/z6MkehRgf7yJbgaGfYsdoAsKdBPE3dj2CYhowQdcjqSJgvVd"
 BIN = Path(sys.executable).parent
 

@@ -241,18 +241,6 @@ def test_respx_default_transport_shapes() -> None:
     assert route.call_count == 1 and result.retry_after == 30
 
 
-def test_offline_import_does_not_load_httpx() -> None:
-    import subprocess
-    import sys
-
-    code = ("import sys, muretai_cli.net, muretai_cli.visit.handoff, muretai_cli.visit.card, "
-            "muretai_cli.visit.dm, muretai_cli.cli; "
-            "print('httpx' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip() == "False"
-
-
 def test_public_surface() -> None:
     import muretai_cli.net as net
 

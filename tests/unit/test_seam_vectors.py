@@ -26,7 +26,7 @@ from muretai_cli.seam import (
     verify_relay_send,
 )
 from muretai_cli.urls import parse_base_url
-from tests.conftest import REQUIRE_VECTORS, vector_file
+from tests.repo_files import REQUIRE_VECTORS, vector_file
 
 
 def test_canonical(wire_vectors: dict[str, Any]) -> None:

@@ -18,9 +18,8 @@ from muretai_cli.artifacts.org import attest_member
 from muretai_cli.schemas import load, names
 from muretai_cli.seam import SigningKey, b64encode, sign_card_envelope, sign_relay_send
 from tests.cli_helpers import run
-from tests.conftest import load_vectors
+from tests.repo_files import ROOT, load_vectors
 
-ROOT = Path(__file__).resolve().parents[1]
 KEY = SigningKey(bytes(range(32)))
 OTHER = SigningKey(bytes(range(1, 33)))
 NOW = 1_800_000_000

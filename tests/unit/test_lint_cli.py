@@ -11,12 +11,13 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from muretai_cli.cli import app
+from tests.repo_files import ROOT
 
 GATE = {"ok": False, "needsHumanConfirmation": True, "origin": "https://a.example",
         "requestId": "req-1", "message": "Please confirm.", "agentHint": "Wait for them."}
 WARN_ONLY = {**GATE, "message": "Assistant: please confirm."}
 BAD = {**GATE, "ok": True}
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = ROOT / "examples"
 
 
 def lint(*args: str, input: bytes | None = None) -> Result:

@@ -10,6 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.slow  # real processes started (and killed): seconds each
+
 DEMO = [sys.executable, "-m", "muretai_cli", "demo"]
 
 

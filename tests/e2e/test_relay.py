@@ -15,7 +15,9 @@ import httpx
 import pytest
 
 from muretai_cli.seam import SigningKey, open_box, sign_card_envelope, sign_listen_token
+from tests.clock import Clock
 from tests.relay_helpers import LiveRelay, deposit_body, listen_body, live_relay
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -117,9 +119,12 @@ def test_sizes_are_413(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("route", ["listen", "ack"])
-def test_every_wrong_part_of_a_token_is_one_401(live: LiveRelay, route: str) -> None:
+def test_every_wrong_part_of_a_token_is_one_401(live: LiveRelay, route: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock(1_800_000_059)  # a minute's last second, which the relay's clock never leaves
+    monkeypatch.setattr(live.relay, "clock", clock)
     bob, eve = _keys()
-    now = int(time.time() // 60)
+    now = int(clock() // 60)
     extra = {"ids": []} if route == "ack" else {"wait": 0}
 
     def body(*, did: str = bob.did, minute: int = now, signer: SigningKey = bob,
@@ -162,7 +167,7 @@ def test_a_held_poll_answers_409_when_a_newer_listener_arrives(live: LiveRelay) 
     with ThreadPoolExecutor(1) as pool:
         started = time.monotonic()
         held = pool.submit(live.listen, bob, epoch=1, wait=20)
-        _until(lambda: live.relay.notifier.listeners() > 0)  # type: ignore[attr-defined]
+        wait_until(lambda: live.relay.notifier.listeners() > 0, "a poll is held", timeout=5)  # type: ignore[attr-defined]
         assert live.listen(bob, epoch=2).status_code == 200
         resp = held.result(timeout=10)
     assert resp.status_code == 409 and _error(resp) == "superseded"
@@ -173,7 +178,7 @@ def test_a_held_poll_answers_when_a_deposit_arrives(live: LiveRelay) -> None:
     alice, bob = _keys()
     with ThreadPoolExecutor(1) as pool:
         held = pool.submit(live.listen, bob, wait=20)
-        _until(lambda: live.relay.notifier.listeners() > 0)  # type: ignore[attr-defined]
+        wait_until(lambda: live.relay.notifier.listeners() > 0, "a poll is held", timeout=5)  # type: ignore[attr-defined]
         started = time.monotonic()
         assert live.deposit(alice, bob, "now").status_code == 200
         resp = held.result(timeout=10)
@@ -289,13 +294,6 @@ def test_an_unknown_or_malformed_card_did_is_404(live: LiveRelay) -> None:
         assert resp.status_code == 404 and _error(resp) == "not-found"
 
 
-def _until(condition: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
-
 
 # -- the shared transport (muretai_cli.transport), as the door has it -----------------------
 
@@ -339,14 +337,14 @@ def _held_poll(relay: LiveRelay, key: SigningKey) -> socket.socket:
     path = relay.url.split(str(relay.port), 1)[1]
     sock.sendall(f"POST {path}/listen HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}"
                  f"\r\n\r\n".encode() + body)
-    _until(lambda: relay.relay.notifier.listeners() > 0)  # type: ignore[attr-defined]
+    wait_until(lambda: relay.relay.notifier.listeners() > 0, "a poll is held", timeout=5)  # type: ignore[attr-defined]
     return sock
 
 
 def test_a_held_poll_whose_client_left_stops_holding(live: LiveRelay) -> None:
     (bob,) = _keys(1)
     _held_poll(live, bob).close()
-    _until(lambda: live.relay.notifier.listeners() == 0)  # type: ignore[attr-defined]
+    wait_until(lambda: live.relay.notifier.listeners() == 0, "no poll is held", timeout=5)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("bound", ["max_connections", "max_per_client"])
@@ -358,8 +356,8 @@ def test_held_polls_count_against_the_connection_bounds(tmp_path: Path, bound: s
         resp = relay.deposit(alice, carol)
         assert resp.status_code == 503 and _error(resp) == "busy", resp.text
         held.close()
-        _until(lambda: relay.relay.notifier.listeners() == 0)  # type: ignore[attr-defined]
-        _until(lambda: relay.deposit(alice, carol).status_code == 200)
+        wait_until(lambda: relay.relay.notifier.listeners() == 0, "no poll is held", timeout=5)  # type: ignore[attr-defined]
+        wait_until(lambda: relay.deposit(alice, carol).status_code == 200, "a deposit for carol is taken", timeout=5)
 
 
 def test_an_idle_connection_gives_its_place_to_a_request(tmp_path: Path) -> None:
@@ -367,7 +365,7 @@ def test_an_idle_connection_gives_its_place_to_a_request(tmp_path: Path) -> None
     with live_relay(tmp_path / "r.sqlite3", max_connections=1) as relay, \
             socket.create_connection(("127.0.0.1", relay.port), timeout=5) as idle:
         # full with a socket that sends nothing: a deposit still gets in (evicting it)
-        _until(lambda: relay.deposit(alice, bob).status_code == 200)
+        wait_until(lambda: relay.deposit(alice, bob).status_code == 200, "a deposit for bob is taken", timeout=5)
         assert idle.recv(4096) == b""  # closed by the relay, without an answer
 
 

@@ -1,4 +1,6 @@
-"""Acceptance-audit fixes on the visiting side, the door and the owner's commands.
+"""What the CLI renders from user and peer text: rich reads none of it as markup or emoji, a
+multi-line message cannot forge a line of output, a refusal and a dropped envelope are named
+readably, an approved message shows when it arrived.
 
 Each test pins one finding and fails without its fix.
 """
@@ -36,32 +38,6 @@ def write(tmp_path: Path, doc: Any, name: str = "result.json") -> str:
 def meta(*entries: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": "done"}],
             "_meta": {"handoff": {"v": 1, "next": list(entries)}}}
-
-
-# ---- 1: handoff check on empty input fails closed -----------------------------------------
-
-def test_handoff_check_empty_stdin_is_no_input() -> None:
-    for empty in ("", "\n\n  \n"):
-        out = cli("handoff", "check", "-", "--origin", SITE, "--offline", "--json",
-                  input=empty)
-        assert out.exit_code == 2, out.output
-        doc = json.loads(out.stdout)
-        assert doc["ok"] is False and doc["error"] == "no-input"
-        text = cli("handoff", "check", "-", "--origin", SITE, "--offline", input=empty)
-        assert text.exit_code == 2 and "no-input" in text.stderr
-
-
-def test_handoff_check_closing_note_counts_outcomes(tmp_path: Path) -> None:
-    good = write(tmp_path, meta({"kind": "dm", "to": SITE_KEY.did}), "good.json")
-    missing = str(tmp_path / "missing.json")
-    out = cli("handoff", "check", good, missing, "--origin", SITE, "--offline")
-    assert out.exit_code == 2
-    assert "no followable dm entry (exit" not in out.stderr
-    assert "exit 2: 2 input(s): 1 followable, 1 unreadable or malformed" in out.stderr
-    other = write(tmp_path, meta({"kind": "dm", "to": SigningKey(b"\x06" * 32).did}), "o.json")
-    out = cli("handoff", "check", good, other, "--origin", SITE, "--offline")
-    assert out.exit_code == 1
-    assert "exit 1: 2 input(s): 1 followable, 1 with no followable dm entry" in out.stderr
 
 
 # ---- 10: a dropped envelope is labelled by its source, not #-1 ------------------------------
@@ -190,79 +166,6 @@ def test_verified_reply_quotes_every_line() -> None:
     assert f"  | {FORGED_HEADER}" in lines
 
 
-# ---- 4: a handoff URL with spaces or control characters is refused ---------------------------
-
-@pytest.mark.parametrize("bad", ["\x1b[31m", " ", "\t", "\x7f", "\x85", "\u202e"])
-def test_handoff_url_with_control_characters_is_refused(tmp_path: Path, bad: str) -> None:
-    doc = meta({"kind": "ui", "url": f"{SITE}/good/{bad}page"},
-               {"kind": "a2a", "to": SITE_KEY.did, "endpoint": f"{SITE}/a2a{bad}"},
-               {"kind": "ui", "url": f"{SITE}/good/page"})
-    out = cli("handoff", "check", write(tmp_path, doc), "--origin", SITE, "--offline",
-              "--person", "--json")
-    item = json.loads(out.stdout)["results"][0]
-    # refused either way: dropped when parsed, or judged bad-url; never an acceptable entry
-    dropped = {d["index"] for d in item["dropped"]}
-    judged = {e["entry"]["index"]: [r["code"] for r in e["reasons"] if r["severity"] == "error"]
-              for e in item["entries"]}
-    for index in (0, 1):
-        assert index in dropped or judged[index] == ["bad-url"], item
-    assert judged[2] == [] and out.exit_code == 1
-    text = cli("handoff", "check", write(tmp_path, doc), "--origin", SITE, "--offline",
-               "--person")
-    assert "\x1b" not in text.stdout and "\u202e" not in text.stdout
-
-
-# ---- 5: the door caps contextId and refuses a message that says nothing (rung 4) -------------
-
-def _door() -> Any:
-    from muretai_cli.door.core import Door, DoorConfig
-    from muretai_cli.inbox.store import IdentityStore, db_path
-    from muretai_cli.urls import parse_base_url
-
-    key = SigningKey(b"\x0a" * 32)
-    config = DoorConfig(name="door", url=parse_base_url("http://127.0.0.1:9"), policy="open",
-                        rate_per_sender=0, rate_total=0)
-    return Door(key, config, IdentityStore(db_path(key.did)))
-
-
-def _post(door: Any, req: dict[str, Any]) -> dict[str, Any]:
-    status, body, _headers = door.handle_post(json.dumps(req).encode())
-    doc: dict[str, Any] = json.loads(body)
-    doc["_status"] = status
-    return doc
-
-
-@pytest.mark.parametrize("breaks", ["contextId", "messageId", "no-parts", "empty-part"])
-def test_door_shape_rung_caps_ids_and_refuses_empty_text(breaks: str) -> None:
-    import time
-
-    from tests.door_helpers import send_request
-
-    door = _door()
-    alice = SigningKey(b"\x0b" * 32)
-    try:
-        # oversized text too, so the shape rung must answer before the size rung
-        text = "" if breaks in ("no-parts", "empty-part") else "x" * 70000
-        req = send_request(alice, door.did, text, now=int(time.time()))
-        msg = req["params"]["message"]
-        if breaks == "contextId":
-            msg["contextId"] = "c" * 257
-        elif breaks == "messageId":
-            msg["messageId"] = "m" * 257
-        elif breaks == "no-parts":
-            msg["parts"] = []
-        doc = _post(door, req)
-        assert doc["_status"] == 200 and doc["error"]["code"] == -32600, doc
-        reason = {"contextId": "bad-context-id", "messageId": "bad-message-id"}.get(
-            breaks, "empty-text")
-        assert doc["error"]["data"] == {"reason": reason}
-        assert door.store.inbox(None) == []
-        ok = send_request(alice, door.did, "hi", ctx="c" * 256, mid="m" * 256)
-        assert "result" in _post(door, ok)
-    finally:
-        door.store.close()
-
-
 # ---- 6: the door's reason is shown in human output (safely) -------------------------------
 
 def test_peer_refusal_shows_the_reason() -> None:
@@ -274,45 +177,6 @@ def test_peer_refusal_shows_the_reason() -> None:
         "  door error -32011: Contact grant refused (reason: exhausted)"
     hostile = {"rpcError": {"code": -32011, "message": "x", "data": {"reason": "a\x1b[2Jb\nc"}}}
     assert peer_refusal_lines(hostile)[0].endswith("(reason: a?[2Jb?c)")
-
-
-# ---- 7: a malformed DID the user typed is a usage error naming where it was typed ---------------
-
-@pytest.mark.parametrize(("argv", "name"), [
-    (["card", "fetch", "http://127.0.0.1:1", "--did", "garbage"], "--did"),
-    (["op", "--as", "alice", "contact", "dm", "did:key:zzz", "hi",
-      "--connect", "http://127.0.0.1:1"], "DID"),
-    (["org", "trust", "did:key:zzz", "--name", "x"], "DID"),
-    (["org", "untrust", "garbage"], "DID"),
-    (["org", "attest", "--as", "alice", "--member", "did:key:z6Mk", "--name", "x"], "--member"),
-])
-def test_malformed_did_argument_is_exit_2(argv: list[str], name: str) -> None:
-    assert cli("id", "new", "alice").exit_code == 0
-    out = cli(*argv)
-    assert out.exit_code == 2, out.output
-    assert "bad-did" in out.stderr and f"{name} " in out.stderr
-    doc = json.loads(cli(*argv, "--json").stdout)
-    assert doc["ok"] is False and doc["error"] == "bad-did"
-
-
-# ---- 8: conventions lint on empty input is exit 2 no-input -----------------------------------
-
-@pytest.mark.parametrize("empty", [b"", b"\n  \n", b"[]"])
-def test_lint_empty_input_is_no_input(tmp_path: Path, empty: bytes) -> None:
-    out = cli("conventions", "lint", "-", input=empty)
-    assert out.exit_code == 2, out.output
-    assert "no-input" in out.stderr and "linted" not in out.stdout
-    path = tmp_path / "capture.jsonl"
-    path.write_bytes(empty)
-    out = cli("conventions", "lint", str(path), "--json")
-    assert out.exit_code == 2
-    doc = json.loads(out.stdout)
-    assert doc["ok"] is False and doc["error"] == "no-input"
-
-
-def test_lint_dev_null_is_no_input() -> None:
-    out = cli("conventions", "lint", "/dev/null")
-    assert out.exit_code == 2 and "no-input" in out.stderr
 
 
 # ---- 9: an approved message shows when it arrived (and when it was approved) ------------------

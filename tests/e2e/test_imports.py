@@ -16,10 +16,10 @@ from pathlib import Path
 
 from muretai_cli.artifacts.message import build_message_send, signed_message
 from muretai_cli.seam import SigningKey, sign_card_envelope
+from tests.repo_files import ROOT
 
 FORBIDDEN = ("httpx", "uvicorn", "starlette", "sqlite3", "_sqlite3", "h11", "anyio",
              "psycopg", "psycopg_pool")
-ROOT = Path(__file__).resolve().parents[1]
 SENDER = SigningKey(bytes([1]) * 32)
 ME = SigningKey(bytes([2]) * 32)
 NOW = 1784273681
@@ -100,3 +100,15 @@ def test_did_resolve_loads_no_stdlib_network_stack() -> None:
     imported = _did_resolve_imports()
     assert not {m for m in imported if m.split(".")[0] in ("ssl", "http")
                 or m in STDLIB_NETWORK}
+
+
+def test_offline_import_does_not_load_httpx() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, muretai_cli.net, muretai_cli.visit.handoff, muretai_cli.visit.card, "
+            "muretai_cli.visit.dm, muretai_cli.cli; "
+            "print('httpx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

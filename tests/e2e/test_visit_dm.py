@@ -87,6 +87,7 @@ def test_card_without_grant_sends_without_redeem(site: tuple[HostileSite, str], 
     assert posts_to(hostile, "open", mark) == ["message/send"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "code"), [("reply-forged", "reply-bad-signature"),
                                             ("reply-stale", "reply-stale"),
                                             ("reply-other", "reply-to-other"),

@@ -24,6 +24,7 @@ from muretai_cli.relay.store import Deposit, DepositOutcome, RelayStore
 from muretai_cli.seam import SigningKey
 from muretai_cli.urls import parse_base_url
 from tests.relay_helpers import OnLoop, deposit_body, listen_body, live_relay
+from tests.waiting import wait_until
 
 URL = parse_base_url("https://relay.example")
 NOW = 1_800_000_000
@@ -219,13 +220,6 @@ def _waits(conn: psycopg.Connection[Any], name: str) -> bool:
         "WHERE NOT l.granted AND a.application_name = %s", (name,)).fetchone() != (0,)
 
 
-def _until(check: Any) -> None:
-    for _ in range(1000):
-        if check():
-            return
-        threading.Event().wait(0.01)
-    raise AssertionError("the condition never held")
-
 
 def test_duplicates_racing_in_two_processes_store_one(pg_url: str) -> None:
     """Process A's batch is held in its COMMIT (its rows written, not committed) while
@@ -254,11 +248,11 @@ def test_duplicates_racing_in_two_processes_store_one(pg_url: str) -> None:
                 gate.execute("SELECT pg_advisory_xact_lock(%s)", (GATE,))
                 a = threading.Thread(target=run, args=(0, items))
                 a.start()
-                _until(lambda: _waits(gate, "relay-a"))  # in its COMMIT, rows written
+                wait_until(lambda: _waits(gate, "relay-a"), "relay-a waits for a lock", timeout=10, interval=0.01)  # in its COMMIT, rows written
                 b = threading.Thread(target=run, args=(1, items[::-1]))
                 b.start()
                 # B waits too: for A's mailboxes (or, were they not locked, for its rows)
-                _until(lambda: _waits(gate, "relay-b"))
+                wait_until(lambda: _waits(gate, "relay-b"), "relay-b waits for a lock", timeout=10, interval=0.01)
             a.join()
             b.join()
         finally:
@@ -288,7 +282,7 @@ def test_a_batch_locks_its_mailboxes_in_one_order(pg_url: str) -> None:
                 batch = threading.Thread(target=store.deposit_many, args=(items,),
                                          kwargs={"max_waiting": 10})
                 batch.start()
-                _until(lambda: _waits(conn, "relay-order"))
+                wait_until(lambda: _waits(conn, "relay-order"), "relay-order waits for a lock", timeout=10, interval=0.01)
                 held = {(r[0] << 32 | r[1]) - (1 << 64) * (r[0] >= 1 << 31)
                         for r in conn.execute(
                             "SELECT l.classid::bigint, l.objid::bigint FROM pg_locks l JOIN "

@@ -23,6 +23,7 @@ from muretai_cli.door.core import Door
 from muretai_cli.inbox.arrival import Arrival
 from muretai_cli.inbox.store import IdentityStore, door_namespace
 from muretai_cli.seam import SigningKey
+from tests.clock import Clock
 from tests.door_helpers import make_door, send_request
 from tests.store_helpers import door_store
 
@@ -253,17 +254,20 @@ def test_a_door_counts_shared_limits_on_every_path(pg_url: str, policy: str) -> 
     writes nothing: when the message is committed (counted with it), when a first contact
     is held (counted before the hold), and when the policy refuses (a blocked sender is
     counted as before)."""
+    clock = Clock(NOW)  # the door's time: the test never crosses a rate window's edge
     door = make_door(policy, "http://127.0.0.1:9", db=pg_url, rate_per_sender=2,
-                     rate_total=100, shared_rate=True)
+                     rate_total=100, shared_rate=True, clock=clock)
     try:
         sender, blocked = SigningKey.generate(), SigningKey.generate()
         door.store.set_sender(blocked.did, "blocked", NOW)
-        answers = together(door, [send_request(sender, door.did, f"m {i}") for i in range(3)])
+        answers = together(door, [send_request(sender, door.did, f"m {i}", now=NOW)
+                                  for i in range(3)])
         kept = "accepted" if policy == "open" else "-32014"
         assert sorted(outcome(a) for a in answers) == sorted([kept, kept, "-32004"])
         assert len(inbox_texts(door)) == (2 if policy == "open" else 0)
         assert len(door.store.requests()) == (0 if policy == "open" else 2)
-        answers = together(door, [send_request(blocked, door.did, f"b {i}") for i in range(3)])
+        answers = together(door, [send_request(blocked, door.did, f"b {i}", now=NOW)
+                                  for i in range(3)])
         assert sorted(outcome(a) for a in answers) == ["-32004", "-32010", "-32010"]
     finally:
         door.close()

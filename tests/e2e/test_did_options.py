@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import muretai, new_identity, run
+from tests.repo_files import ROOT
 
-SOURCES = Path(__file__).resolve().parents[1] / "muretai_cli" / "cli"
+SOURCES = ROOT / "muretai_cli" / "cli"
 
 
 def _signed(tmp_path: Path, name: str, *argv: str) -> str:

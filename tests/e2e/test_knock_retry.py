@@ -4,6 +4,7 @@ answers the retry -32002 has seen the first attempt ("delivered; the reply was l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -12,9 +13,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.cli_helpers import new_identity, run
 from tests.door_helpers import live_door
+
+pytestmark = pytest.mark.slow  # real processes started (and killed): seconds each
 
 Mode = Callable[[int, bytes], bytes | None]  # (POST number, body) -> answer body, or None: drop
 
@@ -86,8 +90,11 @@ def lossy_front(upstream: list[str], mode: Mode) -> Iterator[tuple[str, list[byt
         yield f"http://127.0.0.1:{server.getsockname()[1]}", posts
     finally:
         stop.set()
+        with contextlib.suppress(OSError):
+            server.shutdown(socket.SHUT_RDWR)  # wakes the accept() the thread is blocked in
         server.close()
         thread.join(timeout=5)
+        assert not thread.is_alive(), "the front's thread did not end"
 
 
 def _door_behind(mode: Mode) -> Any:

@@ -9,8 +9,9 @@ from pathlib import Path
 from muretai_cli.cli._formats import CiCase, github, junit
 from muretai_cli.seam import SigningKey, sign_card_envelope
 from tests.cli_helpers import run
+from tests.repo_files import ROOT
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = ROOT / "examples"
 KEY = SigningKey(bytes(range(32)))
 SUPPORT = "https://muretai.net/z6MkehRgf7yJbgaGfYsdoAsKdBPE3dj2CYhowQdcjqSJgvVd"
 

@@ -24,8 +24,9 @@ from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import SigningKey
 from muretai_cli.urls import parse_base_url
 from tests.cli_helpers import run, run_json
-from tests.relay_helpers import OnLoop, deposit_body, listen_body
+from tests.relay_helpers import OnLoop, deposit_body, listen_body, listener_epoch
 from tests.servers import start_relay
+from tests.waiting import wait_until
 
 URL = parse_base_url("https://relay.example")
 
@@ -115,6 +116,7 @@ def test_epochs_and_acks_are_shared(pair: tuple[OnLoop, OnLoop]) -> None:
     assert _listen(b, bob, wait=0, epoch=5)[1]["messages"] == []
 
 
+@pytest.mark.slow
 def test_two_relay_serve_processes_wake_each_other(pg_url: str, tmp_path: Path) -> None:
     code, doc = run_json("db", "init", "--relay", "--db", pg_url)
     assert code == 0 and doc["store"] == "relay"
@@ -128,7 +130,9 @@ def test_two_relay_serve_processes_wake_each_other(pg_url: str, tmp_path: Path) 
             b.base + "/listen", json=listen_body(bob, "http://127.0.0.1:1", wait=20),
             timeout=40)))
         poll.start()
-        time.sleep(0.5)
+        wait_until(lambda: listener_epoch(pg_url, bob.did) == 1 or not poll.is_alive(),
+                   "b has taken the poll")
+        assert poll.is_alive() and not held, "the poll was answered before any deposit"
         started = time.monotonic()
         sent = httpx.post(a.base + "/send", json=deposit_body(alice, bob, "across"), timeout=10)
         assert sent.status_code == 200, sent.text
@@ -151,6 +155,7 @@ def test_relay_workers_need_postgresql_and_an_initialised_schema(pg_server: str)
     assert f"--relay --db {pg_server}" in missing.stderr  # the command that fixes it, whole
 
 
+@pytest.mark.slow
 def test_kill_9_of_one_relay_process_loses_nothing_queued_and_stores_nothing_twice(
         pg_url: str, tmp_path: Path) -> None:
     assert run_json("db", "init", "--relay", "--db", pg_url)[0] == 0
@@ -182,10 +187,8 @@ def test_kill_9_of_one_relay_process_loses_nothing_queued_and_stores_nothing_twi
         threads = [threading.Thread(target=deposit, args=(s,)) for s in senders]
         for thread in threads:
             thread.start()
-        give_up = time.monotonic() + 60
-        while len(queued) < 60 and any(t.is_alive() for t in threads):
-            assert time.monotonic() < give_up, "fewer than 60 deposits queued in 60 s"
-            time.sleep(0.005)
+        wait_until(lambda: len(queued) >= 60 or not any(t.is_alive() for t in threads),
+                   "60 deposits are queued", timeout=60, interval=0.005)
         os.kill(a.proc.pid, signal.SIGKILL)  # mid-stream, with deposits in flight
         for thread in threads:
             thread.join(timeout=60)

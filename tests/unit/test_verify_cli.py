@@ -11,7 +11,7 @@ import pytest
 
 from muretai_cli.seam import SigningKey, sign_card_envelope
 from tests.cli_helpers import new_identity, run, run_json
-from tests.conftest import vector_file
+from tests.repo_files import vector_file
 
 
 @pytest.fixture

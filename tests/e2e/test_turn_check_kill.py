@@ -15,7 +15,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,9 @@ import pytest
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run
 from tests.relay_helpers import LiveRelay, fill_mailbox, live_relay
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow  # real processes started (and killed): seconds each
 
 MESSAGES = 300  # three listen answers of 100: a kill after the first commit is mid-drain
 
@@ -91,11 +93,9 @@ def _rest_after_kill(proc: subprocess.Popen[bytes]) -> list[bytes]:
 
 def _until(condition: Callable[[], bool], proc: subprocess.Popen[bytes],
            timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert proc.poll() is None, "turn-check ended before the condition was met"
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.002)
+    met = wait_until(lambda: "met" if condition() else proc.poll() is not None and "ended",
+                     "the kill point is reached", timeout=timeout, interval=0.002)
+    assert met == "met", "turn-check ended before the condition was met"
 
 
 def _next_run() -> dict[str, Any]:
