@@ -325,15 +325,15 @@ class Door:
             raise ladder.refused(Code.GRANT_REFUSED if admitted else
                                  _REDEEM_CODES.get(exc.code, Code.SIGNATURE), exc) from None
         try:
-            stored = self.store.grant(checked["id"])
-            if stored is None or stored.doc.get("sig") != checked.get("sig"):
+            stored = self.store.grant(checked.id)
+            if stored is None or stored.doc.get("sig") != checked.sig:
                 raise RpcError(Code.GRANT_REFUSED, "unknown-grant")
-            expires = self.store.redeem(checked["id"], sender, now)
+            expires = self.store.redeem(checked.id, sender, now)
         except DatabaseUnavailable:
             raise
         except MuretaiError as exc:
             raise ladder.refused(Code.GRANT_REFUSED, exc) from None
-        return {"ok": True, "expires": expires, "grantId": checked["id"]}
+        return {"ok": True, "expires": expires, "grantId": checked.id}
 
 
     # -- onboard/claim: the answer to an invite this identity issued (inbox/claims.py) --------

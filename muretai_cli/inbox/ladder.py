@@ -16,11 +16,9 @@ from typing import Any
 
 from muretai_cli.artifacts.message import text_of_parts
 from muretai_cli.errors import MuretaiError
-from muretai_cli.seam import MAX_SAFE_INT
+from muretai_cli.seam import MAX_ID_LEN, MAX_SAFE_INT, MAX_TEXT
 
-MAX_BODY = 1024 * 1024
-MAX_TEXT = 64 * 1024
-MAX_ID = 256  # characters of messageId and of contextId (the seam's cap on messageId)
+MAX_ID = MAX_ID_LEN  # characters of messageId and of contextId (the seam's cap on messageId)
 METHODS = ("message/send", "contact/redeem", "onboard/claim")
 
 
