@@ -77,8 +77,36 @@ def _other_origin(site: FixtureSite) -> None:
 
 
 def _copied(site: FixtureSite) -> None:
-    card = {**site.card(), "did": OTHER.did, "url": "https://other.example"}
+    card = _with_terms({**site.card(), "did": OTHER.did, "url": "https://other.example"},
+                       recipient=OTHER.did)
     site.serve_card(card, sign_card_envelope(OTHER, card, int(time.time())))
+
+
+def _with_terms(card: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """``card`` with its published terms changed (None removes a member)."""
+    scheme = dict(card["securitySchemes"]["did-key-ed25519"])
+    terms = {k: v for k, v in {**scheme["agentEntry"], **changes}.items() if v is not None}
+    schemes = {"did-key-ed25519": {**scheme, "agentEntry": terms}}
+    return {**card, "securitySchemes": schemes}
+
+
+def _signed(site: FixtureSite, card: dict[str, Any]) -> None:
+    site.serve_card(card, sign_card_envelope(site.key, card, int(time.time())))
+
+
+def _no_terms(site: FixtureSite) -> None:
+    card = {k: v for k, v in site.card().items() if k not in ("securitySchemes", "security")}
+    _signed(site, card)
+
+
+def _door_drifts(site: FixtureSite) -> None:
+    """The card publishes other terms than the door teaches (another endpoint)."""
+    card = site.card()
+    _signed(site, _with_terms(card, endpoint=card["url"] + "/old-door"))
+
+
+def _catch_all(site: FixtureSite) -> None:
+    site.catch_all = True
 
 
 def _alias_differs(site: FixtureSite) -> None:
@@ -125,6 +153,19 @@ MUTATIONS: dict[str, tuple[str, str, Callable[[FixtureSite], None]]] = {
     "no CORS preflight": ("cors", "WARN", lambda s: s.overrides.__setitem__(
         ("OPTIONS", CARD_PATH), (405, {}, b""))),
     "forged key directory": ("wba-directory", "FAIL", _forged_directory),
+    "terms name another recipient": ("terms", "FAIL", lambda s: _signed(
+        s, _with_terms(s.card(), recipient=OTHER.did))),
+    "terms sign other fields": ("terms", "FAIL", lambda s: _signed(
+        s, _with_terms(s.card(), signedFields=["from", "text", "to"]))),
+    "no terms on the card": ("terms", "WARN", _no_terms),
+    "door drifts from the card's terms": ("door-terms", "FAIL", _door_drifts),
+    "no Link on the front page": ("signpost", "WARN", lambda s: s.overrides.__setitem__(
+        ("GET", "/"), (200, {"content-type": "text/html"}, b"<h1>Welcome</h1>"))),
+    "Link to another card": ("signpost", "WARN", lambda s: s.overrides.__setitem__(
+        ("GET", "/"), (200, {"content-type": "text/html", "link":
+                             '<https://other.example/.well-known/agent-card.json>; '
+                             'rel="service-desc"'}, b"<h1>Welcome</h1>"))),
+    "catch-all server": ("catch-all", "WARN", _catch_all),
 }
 
 
@@ -135,7 +176,7 @@ def test_each_mutation_turns_exactly_its_own_check_red() -> None:
         assert baseline["wba-directory"] == baseline["origin"] == "PASS"
         assert set(MUTATIONS_CHECKS) <= {c for c, s in baseline.items() if s == "PASS"}
         for name, (check, status, mutate) in MUTATIONS.items():
-            site.overrides.clear()
+            site.reset()
             mutate(site)
             report = run_check(site.base)
             got = statuses(report)
