@@ -18,7 +18,7 @@ from muretai_cli.seam import (
     sign_card_envelope,
     sign_envelope,
 )
-from muretai_cli.seam._canonical import MAX_DEPTH
+from muretai_cli.seam._limits import MAX_DEPTH
 from tests.repo_files import cases
 
 DOC = '{"b":1,"a":"日本","c":[true,null,"x/y\\u007f"]}'.encode()
