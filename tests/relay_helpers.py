@@ -71,13 +71,19 @@ class LiveRelay:
                 **fields: Any) -> httpx.Response:
         return self.post("send", deposit_body(sender, to, text, **fields))
 
+    @property
+    def minute(self) -> int:
+        """The minute on the relay's clock (a test's clock, when it was given one)."""
+        return int(self.relay.clock() // 60)
+
     def listen(self, key: SigningKey, *, epoch: int = 1, wait: float = 0,
                **fields: Any) -> httpx.Response:
-        return self.post("listen", listen_body(key, self.origin, epoch=epoch, wait=wait)
-                         | fields)
+        return self.post("listen", listen_body(key, self.origin, epoch=epoch, wait=wait,
+                                               minute=self.minute) | fields)
 
     def ack(self, key: SigningKey, ids: list[str], *, epoch: int = 1) -> httpx.Response:
-        return self.post("ack", listen_body(key, self.origin, epoch=epoch) | {"ids": ids})
+        return self.post("ack", listen_body(key, self.origin, epoch=epoch, minute=self.minute)
+                         | {"ids": ids})
 
 
 def listener_epoch(db_url: str, did: str) -> int | None:
