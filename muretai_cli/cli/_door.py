@@ -244,7 +244,7 @@ def serve(
     if json_out:
         emit_json_line({"ok": True, "event": "listening", "time": int(time.time()),
                         "address": f"http://{shown}:{bound[1]}", "url": base.text,
-                        "did": ident.did, "policy": dm_policy, "workers": workers})
+                        "did": ident.did, "policy": config.policy, "workers": workers})
     if single is not None:
         single.run(sockets=socks)
         return

@@ -115,6 +115,12 @@ def _print_requests(rows: list[dict[str, Any]]) -> None:
             say(line)
 
 
+def _named(row: dict[str, Any]) -> dict[str, Any]:
+    """A request as --json shows it: ``requestId``, the name `dm` and `turn-check` give it;
+    ``id`` too, which earlier releases printed (tests and scripts read it)."""
+    return {"requestId": row["id"], **row}
+
+
 @requests_app.callback()
 def _requests(ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is None:
@@ -134,7 +140,7 @@ def requests_list(
     finally:
         store.close()
     if json_out:
-        emit_json({"ok": True, "requests": rows})
+        emit_json({"ok": True, "requests": [_named(r) for r in rows]})
         return
     _print_requests(rows)
     if not rows:
@@ -154,7 +160,7 @@ def requests_approve(
     finally:
         store.close()
     if json_out:
-        emit_json({"ok": True, **out})
+        emit_json({"ok": True, **_named(out)})
     else:
         say(f"approved {out['id']} from {safe(out['from'])}")
 
@@ -173,7 +179,7 @@ def requests_reject(
     finally:
         store.close()
     if json_out:
-        emit_json({"ok": True, **out})
+        emit_json({"ok": True, **_named(out)})
     else:
         say(f"rejected {out['id']} from {safe(out['from'])}" + (" (blocked)" if block else ""))
 
