@@ -19,6 +19,9 @@ from muretai_cli.errors import InputError, MuretaiError
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
 CARD_SIG_PATH = "/.well-known/agent-card.sig.json"
+# The absolute relation agent-entry names its door with (RFC 8288 §2.1.2: an unregistered
+# relation is a URI); beside it a door's notice sends RFC 8631's registered "service-desc".
+AGENT_ENTRY_REL = "https://muretai.net/rel/agent-entry"
 DID_SITE_HOST = "muretai.net"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST_CHARS = re.compile(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]")

@@ -194,7 +194,7 @@ def serve(
         from muretai_cli.seam import parse_document
 
         doc = parse_document(read_input(str(org)))
-        membership = check_membership(doc, agent_did=ident.did, now=int(time.time()))
+        membership = check_membership(doc, agent_did=ident.did, now=int(time.time())).to_json()
 
     import uvicorn
 

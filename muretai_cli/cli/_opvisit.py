@@ -69,8 +69,7 @@ def message_text(message: str | None, message_file: str | None) -> str:
                                   "(exactly one)")
     if message_file is not None:
         return _text_of(read_input(message_file, limit=MAX_MESSAGE_BYTES), message_file)
-    assert message is not None
-    if message == "-":
+    if message == "-" or message is None:
         return _text_of(read_input("-", limit=MAX_MESSAGE_BYTES), "stdin")
     return message
 
