@@ -67,8 +67,10 @@ def inbox(
         store.close()
     if not all_:
         rows = rows[-20:]
+    checked = checked_peers(ctx)
     for m in rows:
         m["from" if m["direction"] == "in" else "to"] = m["peer"]
+        m["checkedOutOfBand"] = m["peer"] in checked
     if json_out:
         emit_json({"ok": True, "messages": rows})
         return
@@ -86,12 +88,12 @@ def inbox(
 
 def message_lines(m: dict[str, Any]) -> list[str]:
     """One message for people: a header of facts, then the text quoted behind ``| ``."""
+    peer = safe(m["peer"], limit=120) + (f" {CHECKED}" if m.get("checkedOutOfBand") else "")
     if m["direction"] == "in":
         flag = "verified" if m["verified"] else "UNVERIFIED"
-        head = f"{when(m['received'])}  <- {safe(m['peer'], limit=120)}  {flag}"
+        head = f"{when(m['received'])}  <- {peer}  {flag}"
     else:
-        head = f"{when(m['received'])}  -> {safe(m['peer'], limit=120)}  " \
-               f"{safe(m.get('state') or 'sent', limit=20)}"
+        head = f"{when(m['received'])}  -> {peer}  {safe(m.get('state') or 'sent', limit=20)}"
     ctx_id = safe(m["contextId"], limit=80) if m["contextId"] else "-"
     head += f"  {safe(m.get('channel') or 'door', limit=10)}  conversation {ctx_id}"
     if m.get("replyTo"):
@@ -107,9 +109,21 @@ def message_lines(m: dict[str, Any]) -> list[str]:
     return [head, *quoted(m["text"], limit=2000)]
 
 
+CHECKED = "(checked out of band)"  # the mark of a peer `op contact verify` matched
+
+
+def checked_peers(ctx: typer.Context) -> frozenset[str]:
+    """The peers the acting identity checked out of band (``op contact verify``)."""
+    from muretai_cli.cli._op import op_identity
+    from muretai_cli.home import VerifiedPeers
+
+    return VerifiedPeers(op_identity(ctx).did).dids()
+
+
 def _print_requests(rows: list[dict[str, Any]]) -> None:
     for r in rows:
-        say(f"{r['id']}  {when(r['received'])}  {safe(r['from'], limit=120)}  {r['status']}"
+        sender = safe(r["from"], limit=120) + (f" {CHECKED}" if r["checkedOutOfBand"] else "")
+        say(f"{r['id']}  {when(r['received'])}  {sender}  {r['status']}"
             + (f"  {DAMAGED}" if r.get("damaged") else ""))
         for line in quoted(r["text"], limit=500):
             say(line)
@@ -139,6 +153,9 @@ def requests_list(
         rows = store.requests(all_=all_)
     finally:
         store.close()
+    checked = checked_peers(ctx)
+    for row in rows:
+        row["checkedOutOfBand"] = row["from"] in checked
     if json_out:
         emit_json({"ok": True, "requests": [_named(r) for r in rows]})
         return
