@@ -33,7 +33,8 @@ from typing import Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import emit_json_line, note, say
+from muretai_cli.cli._json import emit_json_line
+from muretai_cli.cli._out import note, say
 from muretai_cli.db import is_postgres_url, redact
 from muretai_cli.errors import InputError
 

@@ -12,19 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._db import DbOpt, fix_command
-from muretai_cli.cli._out import (
-    AsOpt,
-    JsonOpt,
-    KeysOpt,
-    emit_json,
-    emit_json_line,
-    load_identity,
-    note,
-    safe,
-    say,
-    when,
-)
+from muretai_cli.cli._acting import AsOpt, DbOpt, KeysOpt, load_identity
+from muretai_cli.cli._db import fix_command
+from muretai_cli.cli._json import emit_json, emit_json_line
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe, when
 from muretai_cli.errors import InputError
 
 DEFAULT_PORT = 8788  # where serve listens when neither --port nor the --url names a port
@@ -44,13 +36,13 @@ def open_store(ident: Identity, db: str | None = None, *, durable: bool = False)
 
 
 def _op_identity(ctx: typer.Context) -> Identity:
-    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._acting import op_identity
 
     return op_identity(ctx)
 
 
 def _op_db(ctx: typer.Context) -> str | None:
-    from muretai_cli.cli._op import op_db
+    from muretai_cli.cli._acting import op_db
 
     return op_db(ctx)
 
@@ -60,7 +52,7 @@ def _did_configuration(path: Path | None, base: BaseUrl, did: str) -> bytes | No
     the domain of ``base`` now (publish only what is true)."""
     if path is None:
         return None
-    from muretai_cli.cli._out import read_input
+    from muretai_cli.cli._input import read_input
     from muretai_cli.errors import MuretaiError
     from muretai_cli.seam import linked_did, parse_document
     from muretai_cli.site import domain_of
@@ -158,7 +150,7 @@ def serve(
 
     Each arrival is logged on stderr (time, outcome, method, claimed sender).
     """
-    from muretai_cli.cli._out import read_input
+    from muretai_cli.cli._input import read_input
     from muretai_cli.durations import parse_seconds
     from muretai_cli.urls import parse_base_url
 
@@ -198,10 +190,10 @@ def serve(
 
     import uvicorn
 
-    from muretai_cli.cli._opconv import policy_of
     from muretai_cli.db import is_postgres_url
     from muretai_cli.door.app import build_app
     from muretai_cli.door.core import Door
+    from muretai_cli.inbox.consent import policy_of
     from muretai_cli.transport.server import bind_each, server_config
 
     # Open the store once here: a schema this program does not know stops the start now.

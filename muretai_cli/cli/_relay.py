@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import note, safe
+from muretai_cli.cli._out import note
+from muretai_cli.cli._text import safe
 from muretai_cli.errors import InputError
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 
