@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from muretai_cli.cli._out import fail, note
+from muretai_cli.cli._out import note
 from muretai_cli.cli._text import safe
 from muretai_cli.errors import InputError, MuretaiError
 
