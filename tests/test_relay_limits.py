@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -16,6 +17,7 @@ import pytest
 
 from muretai_cli.seam import SigningKey, sign_card_envelope
 from tests.relay_helpers import LiveRelay, deposit_body, live_relay
+from tests.servers import wait_until
 
 NOW = time.time()
 DAY = 86400
@@ -165,3 +167,40 @@ def test_the_relay_holds_at_most_its_bytes(clock: Clock, tmp_path: Path) -> None
         full = client.post(f"{relay.url}/send", content=json.dumps(deposit_body(
             SigningKey.generate(), listeners[0], "x" * 1000)).encode())
         assert full.json()["error"] == "relay-full"
+
+
+def _holding(relay: LiveRelay, pool: ThreadPoolExecutor, key: SigningKey, wait: float,
+             epoch: int = 1) -> Future[httpx.Response]:
+    """A listen held open on a connection of its own; returns once the relay holds it."""
+    before = relay.relay.notifier.listeners()  # type: ignore[attr-defined]
+    held = pool.submit(relay.listen, key, epoch=epoch, wait=wait)
+    wait_until(lambda: relay.relay.notifier.listeners() > before,  # type: ignore[attr-defined]
+               "the relay holds the listen")
+    return held
+
+
+def test_held_listens_give_way_to_a_newcomer_oldest_first(tmp_path: Path) -> None:
+    """Held listens fill --max-connections (6 here): a newcomer is served, not refused
+    503, and the listen held longest is answered at once (the client listens again)."""
+    with live_relay(tmp_path / "relay.sqlite3", max_connections=6) as relay, \
+            ThreadPoolExecutor(8) as pool:
+        keys = [SigningKey.generate() for _ in range(6)]
+        held = [_holding(relay, pool, key, wait=10) for key in keys]
+        started = time.monotonic()
+        newcomer = relay.deposit(SigningKey.generate(), keys[3])
+        assert newcomer.status_code == 200
+        oldest = held[0].result(timeout=5)
+        assert time.monotonic() - started < 5  # long before its 10 s
+        assert oldest.status_code == 200 and oldest.json() == {"messages": [], "more": False}
+        assert len(held[3].result(timeout=5).json()["messages"]) == 1  # woken by its mail
+        assert [held[i].done() for i in (1, 2, 4, 5)] == [False] * 4  # the others still held
+
+
+def test_one_did_holds_at_most_four_listens(tmp_path: Path) -> None:
+    with live_relay(tmp_path / "relay.sqlite3") as relay, ThreadPoolExecutor(6) as pool:
+        bob = SigningKey.generate()
+        held = [_holding(relay, pool, bob, wait=10) for _ in range(4)]
+        assert not any(h.done() for h in held)
+        fifth = pool.submit(relay.listen, bob, wait=10)  # the oldest gives way to it
+        assert held[0].result(timeout=5).json() == {"messages": [], "more": False}
+        assert [h.done() for h in held[1:]] == [False, False, False] and not fifth.done()
