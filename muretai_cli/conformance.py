@@ -2,6 +2,8 @@
 
 Every group in the file is reported: passed, failed (with the failing cases named) or
 skipped by name with the reason. A group nobody loops over never looks like one that passed.
+A wire vectors file (one that states its ``protocolVersion``) that lacks a group muretai runs
+has that group reported too, skipped as missing from the file: an older file is not a pass.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from muretai_cli.conformance_keys import RUNNERS as KEY_RUNNERS
+from muretai_cli.conformance_keys import refused_with
 from muretai_cli.conformance_web import RUNNERS as WEB_RUNNERS
 from muretai_cli.conformance_web import is_wba_file
 from muretai_cli.errors import MuretaiError
@@ -101,6 +104,37 @@ def _cardpub(doc: dict[str, Any]) -> list[tuple[str, bool]]:
     return out
 
 
+# reject.did (seam §2): each case is one rule's refusal; its decoded bytes say which rule.
+_DID_RULES: dict[str, Callable[[bytes], bool]] = {
+    "wrong-multicodec": lambda raw: len(raw) == 34 and raw[:2] not in (b"\xed\x01",
+                                                                       b"\x80\x24"),
+    "wrong-length": lambda raw: raw[:2] == b"\xed\x01" and len(raw) != 34,
+}
+_DID_PREFIX = "did:key:z"
+
+
+def _reject_did(cases: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+    """The recipe's control first (the base58 decodes cleanly to ``decodedHex``, and those
+    bytes break the case's own rule and only it), then the decoder must refuse the DID."""
+    import base58
+
+    out = []
+    for c in cases:
+        did, raw = c["did"], bytes.fromhex(c["decodedHex"])
+        rule = _DID_RULES.get(c["category"])
+        control = (did.startswith(_DID_PREFIX) and rule is not None and rule(raw)
+                   and base58.b58decode(did[len(_DID_PREFIX):]) == raw)
+        out.append((c["name"], control and refused_with("bad-did", public_from_did, did)))
+    return out
+
+
+def _reject_cardpub(cases: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+    """Each envelope refused on its signature, under the ``expectedDid`` the CASE names
+    (the caller's, at the top level), never a DID read out of the envelope."""
+    return [(c["name"], refused_with("signature", verify_card_envelope, c["envelope"],
+                                     expected_did=c["expectedDid"])) for c in cases]
+
+
 def _reject_message(cases: list[dict[str, Any]]) -> list[tuple[str, bool]]:
     out = []
     for c in cases:
@@ -179,9 +213,24 @@ _RUNNERS: dict[str, Callable[[dict[str, Any]], list[tuple[str, bool]]]] = {
     "relay": _relay,
     "reject.message": lambda doc: _reject_message(doc["reject"]["message"]),
     "reject.encoding": lambda doc: _reject_encoding(doc["reject"]["encoding"]),
+    "reject.did": lambda doc: _reject_did(doc["reject"]["did"]),
+    "reject.cardpub": lambda doc: _reject_cardpub(doc["reject"]["cardpub"]),
     **WEB_RUNNERS,
     **KEY_RUNNERS,
 }
+
+
+# The groups of a wire vectors file that muretai runs (the wba file's two are its own).
+_WIRE_GROUPS = tuple(name for name in _RUNNERS if not name.startswith("webBotAuth."))
+
+
+def missing_groups(doc: dict[str, Any]) -> list[str]:
+    """The groups muretai runs that a wire vectors file (one stating ``protocolVersion``)
+    does not carry, in runner order; none for a wba file or a hand-made fragment."""
+    if is_wba_file(doc) or "protocolVersion" not in doc:
+        return []
+    present = set(_groups(doc))
+    return [name for name in _WIRE_GROUPS if name not in present]
 
 
 def _groups(doc: dict[str, Any]) -> list[str]:
@@ -234,4 +283,7 @@ def run_conformance(doc: object) -> list[GroupResult]:
         failures = [case for case, ok in cases if not ok]
         results.append(GroupResult(name, "failed" if failures else "passed", len(cases),
                                    failures))
+    results.extend(GroupResult(name, "skipped", reason="missing from the file (muretai runs "
+                               "it; newer seam vectors carry it)")
+                   for name in missing_groups(doc))
     return results

@@ -34,7 +34,7 @@ _SIGNATURE_CODES = {"bad-signature", "small-order-key", "bad-signature-length",
                     "sig-not-canonical-base64"}
 
 
-def _refused_with(code: str | None, fn: Callable[..., object], *args: Any,
+def refused_with(code: str | None, fn: Callable[..., object], *args: Any,
                   **kwargs: Any) -> bool:
     try:
         fn(*args, **kwargs)
@@ -88,7 +88,7 @@ def owner_state(doc: dict[str, Any]) -> Cases:
     root = group["cases"][0]["rootDid"]
     for c in group["reject"]:
         code = _OWNER_CODES.get(c["category"])
-        out.append((f"reject/{c['name']}", _refused_with(
+        out.append((f"reject/{c['name']}", refused_with(
             code, verify_owner_state, c["input"], root_did=root)))
     return out
 
@@ -116,7 +116,7 @@ def binding_v2(doc: dict[str, Any]) -> Cases:
     for c in group["reject"]:
         device = c.get("expectedDeviceDid", default_device)
         code = _BINDING_CODES.get(c["category"])
-        out.append((f"reject/{c['name']}", _refused_with(
+        out.append((f"reject/{c['name']}", refused_with(
             code, verify_binding, c["input"], device_did=device, now=now)))
     return out
 
@@ -134,7 +134,7 @@ def invite(doc: dict[str, Any]) -> Cases:
 
 
 def reject_invite(doc: dict[str, Any]) -> Cases:
-    return [(c["name"], _refused_with(_INVITE_CODES.get(c["category"]), verify_invite,
+    return [(c["name"], refused_with(_INVITE_CODES.get(c["category"]), verify_invite,
                                       c["input"], now=parse_exp(c["checkNow"])))
             for c in doc["reject"]["invite"]]
 
@@ -156,7 +156,7 @@ def reject_claim(doc: dict[str, Any]) -> Cases:
     for c in doc["reject"]["claim"]:
         code = {"claim-unsigned": "signature",
                 "claim-unknown-nonce": "unknown-nonce"}.get(c["category"])
-        out.append((c["name"], _refused_with(code, judge, c)))
+        out.append((c["name"], refused_with(code, judge, c)))
     return out
 
 

@@ -1,7 +1,8 @@
 """A2A messages that carry the six signed fields in ``metadata``.
 
-The signed ``text`` is the message's text parts joined in order. A message with any other
-kind of part is refused: that content would travel outside the signature.
+The signed ``text`` is the message's text parts joined in order with ``"\n"`` (as every
+reference derives it: agent-seam's ``Message.from_a2a``, agent-entry). A message with any
+other kind of part is refused: that content would travel outside the signature.
 """
 
 from __future__ import annotations
@@ -38,8 +39,12 @@ def new_context_id() -> str:
     return f"c-{secrets.token_hex(16)}"
 
 
+# What joins a message's text parts into the one signed ``text`` (seam §3, the references).
+PART_SEPARATOR = "\n"
+
+
 def text_of_parts(parts: object) -> str:
-    """The signed text: the message's text parts joined in order.
+    """The signed text: the message's text parts joined in order with ``PART_SEPARATOR``.
 
     Each part must be exactly ``{"kind": "text", "text": str}``. Anything else a part could
     carry -- a file, data, metadata, or a part of another kind (``kind`` missing included) --
@@ -61,7 +66,7 @@ def text_of_parts(parts: object) -> str:
         if not isinstance(part.get("text"), str):
             raise Refused("not-a2a-message", f"parts[{index}].text is not a string")
         texts.append(part["text"])
-    return "".join(texts)
+    return PART_SEPARATOR.join(texts)
 
 
 def message_of(doc: object) -> dict[str, Any]:
@@ -83,7 +88,6 @@ def _message_of(doc: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(params, dict) or not isinstance(params.get("message"), dict):
             raise Refused("not-a2a-message", "params.message must be an object")
         doc = params["message"]
-        assert isinstance(doc, dict)
     if doc.get("kind", "message") != "message":
         raise Refused("not-a2a-message", f"kind is {doc.get('kind')!r}, not 'message'")
     return doc

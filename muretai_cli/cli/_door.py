@@ -139,6 +139,15 @@ def serve(
     on_message_timeout: Annotated[str, typer.Option(
         "--on-message-timeout", metavar="DURATION",
         help="How long CMD may take: 5, 1.5s, 1m.")] = "5s",
+    prefer: Annotated[list[str] | None, typer.Option(
+        "--prefer", metavar="KIND[:WHEN]", show_default=False,
+        help="The site's order of its ways in, published as agentEntry.prefer (repeat, in "
+             "order): page, card or mcp, optionally :person, :alone, :key, :no-key, :token "
+             "or :browser.")] = None,
+    skill: Annotated[list[Path] | None, typer.Option(
+        "--skill", metavar="FILE", show_default=False,
+        help="Add the A2A skills in FILE (one skill object or an array) to the card "
+             "(repeatable).")] = None,
     db: DbOpt = None,
     keys: KeysOpt = None,
     json_out: Annotated[bool, typer.Option(
@@ -161,9 +170,11 @@ def serve(
     if base.text != url:
         note(f"serving as {base.text} (the canonical form of {safe(url)})")
     from muretai_cli.door.core import DoorConfig
+    from muretai_cli.door.publish import load_skills, parse_prefer
 
     # Checked before the identity is loaded or anything is opened: a bad setting is exit 2.
-    checked = DoorConfig(name="door", url=base,
+    checked = DoorConfig(name="door", url=base, prefer=parse_prefer(prefer or []),
+                         skills=load_skills(skill or []),
                          policy=dm_policy or "quarantine",  # type: ignore[arg-type]
                          rate_per_sender=rate_per_sender, rate_total=rate_total,
                          slow_seconds=slow_seconds, max_connections=max_connections,
@@ -183,7 +194,7 @@ def serve(
         from muretai_cli.seam import parse_document
 
         doc = parse_document(read_input(str(org)))
-        membership = check_membership(doc, agent_did=ident.did, now=int(time.time()))
+        membership = check_membership(doc, agent_did=ident.did, now=int(time.time())).to_json()
 
     import uvicorn
 
@@ -191,7 +202,7 @@ def serve(
     from muretai_cli.db import is_postgres_url
     from muretai_cli.door.app import build_app
     from muretai_cli.door.core import Door
-    from muretai_cli.transport.server import bind_each, server_config
+    from muretai_cli.transport.server import listening, server_config
 
     # Open the store once here: a schema this program does not know stops the start now.
     store = open_store(ident, db, durable=durable)
@@ -205,12 +216,11 @@ def serve(
     if workers > 1:
         store.close()  # no pool threads may live in the parent when it forks
     try:
-        socks = bind_each(host, port, workers)
-    except OSError as exc:
+        socks = listening(host, port, workers)
+    except InputError:
         if workers == 1:
             store.close()
-        raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}") \
-            from None
+        raise
     bound = socks[0].getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     signing_key = ident.signing_key()

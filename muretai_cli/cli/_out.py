@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.verdict import Verdict
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (first key: ok).")]
+# Eager, so a callback of another option (a DID resolved as it is parsed) knows the format.
+JsonOpt = Annotated[bool, typer.Option("--json", is_eager=True,
+                                       help="Print one JSON document (first key: ok).")]
 KeysOpt = Annotated[Path | None, typer.Option(
     "--keys", envvar="MURETAI_KEYS", help="Keys folder (default $MURETAI_HOME/keys).",
     show_default=False)]
@@ -397,3 +399,22 @@ def _did_named(value: str, name: str, keys: Path | None, store: IdentityStore | 
     did, what = found[0]
     note(f"{name} {shown} = {did} ({safe(what, limit=120)})")
     return did
+
+
+def did_opt(flag: str, help: str) -> Any:
+    """A ``typer.Option`` whose value reaches the command already resolved by
+    ``did_option``: the command gets the DID, never the name, so it cannot check the name."""
+    return typer.Option(flag, help=f"{help} A did:key or a name for one.",
+                        metavar="DID|NAME", callback=_resolved_did)
+
+
+def _resolved_did(ctx: typer.Context, param: typer.CallbackParam,
+                  value: str | None) -> str | None:
+    if value is None or ctx.resilient_parsing:
+        return value
+    from muretai_cli.cli._tree import JSON_META
+
+    # Parsed before the command runs: the root, rendering a refusal, must know the format
+    # now (--json is eager, so it is parsed already).
+    ctx.meta[JSON_META] = bool(ctx.params.get("json_out"))
+    return did_option(value, param.opts[0])

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from muretai_cli.cli._formats import FormatOpt
-from muretai_cli.cli._out import FilesArg, JsonOpt, NowOpt, verify_batch
+from muretai_cli.cli._out import FilesArg, JsonOpt, NowOpt, did_opt, verify_batch
 
 
 def _grant_summary(item: dict[str, Any]) -> str:
@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
     @app.command("grant")
     def verify_grant(
         files: FilesArg,
-        for_: Annotated[str, typer.Option("--for", help="The door DID the grant must name.")],
+        for_: Annotated[str, did_opt("--for", "The door DID the grant must name.")],
         now: NowOpt = None,
         fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
@@ -43,16 +43,18 @@ def register(app: typer.Typer) -> None:
 
         def check(doc: object) -> Verdict:
             grant = check_grant(doc, for_did=for_, now=clock)
-            return Verdict.of("grant", [], {k: grant[k] for k in (
-                "id", "did", "uses", "iat", "exp", "purpose") if k in grant})
+            facts: dict[str, Any] = {"id": grant.id, "did": grant.did, "uses": grant.uses,
+                                     "iat": grant.iat, "exp": grant.exp}
+            if grant.purpose is not None:
+                facts["purpose"] = grant.purpose
+            return Verdict.of("grant", [], facts)
 
         verify_batch(files, json_out, check, _grant_summary, fmt=fmt)
 
     @app.command("org")
     def verify_org(
         files: FilesArg,
-        agent: Annotated[str, typer.Option("--agent", help="The agent DID the membership "
-                                           "must name.")],
+        agent: Annotated[str, did_opt("--agent", "The agent DID the membership must name.")],
         now: NowOpt = None,
         fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
@@ -67,10 +69,10 @@ def register(app: typer.Typer) -> None:
 
         def check(doc: object) -> Verdict:
             member = check_membership(doc, agent_did=agent, now=clock)
-            trusted = trust.get(member["orgDid"])
+            trusted = trust.get(member.org_did)
             return Verdict.of("org", [], {
-                "orgDid": member["orgDid"], "agentDid": member["agentDid"],
-                "orgName": member["orgName"], "role": member.get("role"),
+                "orgDid": member.org_did, "agentDid": member.agent_did,
+                "orgName": member.org_name, "role": member.role,
                 "trusted": trusted is not None,
                 "trustedName": trusted.name if trusted else None})
 

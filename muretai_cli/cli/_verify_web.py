@@ -12,7 +12,7 @@ from muretai_cli.cli._out import (
     FilesArg,
     JsonOpt,
     NowOpt,
-    did_option,
+    did_opt,
     read_input,
     verify_batch,
 )
@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         files: FilesArg,
         domain: Annotated[str, typer.Option("--domain", help="The domain it must name "
                                             "(host[:port]; ports count).")],
-        did: Annotated[str, typer.Option("--did", help="The DID that must have signed it.")],
+        did: Annotated[str, did_opt("--did", "The DID that must have signed it.")],
         now: NowOpt = None,
         fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
@@ -40,7 +40,6 @@ def register(app: typer.Typer) -> None:
         from muretai_cli.seam import verify_domain_linkage as verify_one
         from muretai_cli.verdict import Verdict
 
-        did = did_option(did, "--did")
         clock = int(time.time()) if now is None else now
 
         def check(doc: object) -> Verdict:

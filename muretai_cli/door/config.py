@@ -34,6 +34,8 @@ class DoorConfig:
     shared_rate: bool = False  # count rates in the store (several processes) not in memory
     did_configuration: bytes | None = None  # served at /.well-known/did-configuration.json
     wba_allow_private: bool = False  # fetch visitors' key directories from private addresses
+    prefer: tuple[str | dict[str, str], ...] = ()  # agentEntry.prefer (door/publish.py)
+    skills: tuple[dict[str, Any], ...] = ()  # the owner's own A2A skills (door/publish.py)
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from muretai_cli.db import Batcher, DatabaseUnavailable
+from muretai_cli.db import Batcher, DatabaseUnavailable, Unstorable
 from muretai_cli.errors import MuretaiError
 from muretai_cli.rate import KeyedBuckets, admit
 from muretai_cli.relay.notify import LocalNotifier, Notifier
@@ -31,6 +31,8 @@ from muretai_cli.relay.store import MAX_MAILBOX_BYTES, Deposit, DepositOutcome
 from muretai_cli.seam import (
     ENVELOPE_MAX_AHEAD,
     b64decode_strict,
+    envelope_freshness,
+    is_enc_pub,
     parse_document,
     public_from_did,
     verify_card_envelope,
@@ -70,7 +72,6 @@ HELD_PER_DID = 4  # listens one DID may hold open at once; a newer one ends the 
 HELD_REFRESH = 10.0  # seconds between the store's counts of the bytes waiting (relay-wide)
 CORRESPONDENTS = 100_000  # (sender, recipient) pairs remembered for the friends' lane
 _ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f|]")
-_ENC_PUB = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -316,7 +317,7 @@ class Relay:
         doc = _object(raw)
         to, sender = _did(doc, "to"), _did(doc, "from")
         sender_enc = _str(doc, "from_enc")
-        if not _ENC_PUB.fullmatch(sender_enc):
+        if not is_enc_pub(sender_enc):
             _malformed("from_enc must be 64 lowercase hex characters")
         deposit_id = _str(doc, "id")
         if not 1 <= len(deposit_id) <= MAX_ID_CHARS or _ID_FORBIDDEN.search(deposit_id):
@@ -427,6 +428,8 @@ class Relay:
             return await self._hold(did, epoch, float(wait), gone, cut or asyncio.Event())
         except Refusal as refusal:
             return refusal.answer()
+        except Unstorable as exc:
+            return refusal_answer(400, "malformed", exc.detail)
         except DatabaseUnavailable:
             return _unavailable()
 
@@ -502,7 +505,7 @@ class Relay:
             raise Refusal(400, "bad-card", f"the envelope does not verify under card.did "
                                            f"({exc.code}: {exc.detail})") from None
         ts = doc["ts"]
-        if ts > self.clock() + ENVELOPE_MAX_AHEAD:
+        if envelope_freshness(ts, int(self.clock())) == "from-the-future":
             raise Refusal(400, "bad-card", "ts is in the future by more than "
                                            f"{ENVELOPE_MAX_AHEAD} s")
         held, listened = await self.calls.call(lambda: self.store.card_standing(did))
@@ -548,6 +551,8 @@ class Relay:
             return await route(raw)
         except Refusal as refusal:
             return refusal.answer()
+        except Unstorable as exc:  # the request's value, not the relay: a NUL, say
+            return refusal_answer(400, "malformed", exc.detail)
         except DatabaseUnavailable:
             return _unavailable()
 
