@@ -19,7 +19,6 @@ from muretai_cli.seam import SigningKey, sign_card_envelope
 from tests.relay_helpers import LiveRelay, deposit_body, live_relay
 from tests.servers import wait_until
 
-NOW = time.time()
 DAY = 86400
 
 
@@ -27,7 +26,7 @@ class Clock:
     """The relay's clock: it stands still (a bucket refills only when a test moves it)."""
 
     def __init__(self) -> None:
-        self.now = NOW
+        self.now = time.time()  # a listen token names the real minute: start there
 
     def __call__(self) -> float:
         return self.now
@@ -71,36 +70,38 @@ def _card(client: httpx.Client, relay: LiveRelay, key: SigningKey, ts: int) -> h
         sign_card_envelope(key, card, ts)).encode(), headers={"content-type": "application/json"})
 
 
-def test_card_posts_are_rate_limited_per_did_and_for_new_cards(relay: LiveRelay) -> None:
-    alice = SigningKey.generate()
+def test_card_posts_are_rate_limited_per_did_and_for_new_cards(relay: LiveRelay,
+                                                               clock: Clock) -> None:
+    alice, now = SigningKey.generate(), int(clock.now)
     with httpx.Client(timeout=30) as client:
-        answers = [_card(client, relay, alice, int(NOW) - 100 + i).status_code
+        answers = [_card(client, relay, alice, now - 100 + i).status_code
                    for i in range(11)]
         assert answers == [200] * 10 + [429]  # 10 per minute by one DID
-        fresh = [_card(client, relay, SigningKey.generate(), int(NOW)).status_code
+        fresh = [_card(client, relay, SigningKey.generate(), now).status_code
                  for _ in range(60)]
         assert fresh.count(200) == 59 and fresh[-1] == 429  # 60 new cards a minute, alice's
         # first one among them; a DID the relay holds a card for still refreshes it
         bob = SigningKey.generate()
         relay.relay.store.put_card(bob.did, 1, "{}")
-        assert _card(client, relay, bob, int(NOW)).status_code == 200
+        assert _card(client, relay, bob, now).status_code == 200
 
 
 def test_cards_of_dids_that_never_listened_are_capped_and_pruned(
         tmp_path: Path, clock: Clock) -> None:
+    now = int(clock.now)
     with live_relay(tmp_path / "relay.sqlite3", clock=clock, stranger_cards=3) as relay, \
             httpx.Client(timeout=30) as client:
         old = SigningKey.generate()
-        assert _card(client, relay, old, int(NOW) - 8 * DAY).status_code == 200
+        assert _card(client, relay, old, now - 8 * DAY).status_code == 200
         for _ in range(2):
-            assert _card(client, relay, SigningKey.generate(), int(NOW)).status_code == 200
-        refused = _card(client, relay, SigningKey.generate(), int(NOW))
+            assert _card(client, relay, SigningKey.generate(), now).status_code == 200
+        refused = _card(client, relay, SigningKey.generate(), now)
         assert refused.status_code == 507 and refused.json()["error"] == "relay-full"
         listener = SigningKey.generate()  # a DID that listened is not a stranger
         assert relay.listen(listener).status_code == 200
-        assert _card(client, relay, listener, int(NOW) - 8 * DAY).status_code == 200
+        assert _card(client, relay, listener, now - 8 * DAY).status_code == 200
         clock.now += 60  # the relay's once-a-minute expiry: a week-old stranger card goes
-        assert _card(client, relay, SigningKey.generate(), int(NOW)).status_code == 200
+        assert _card(client, relay, SigningKey.generate(), now).status_code == 200
         assert relay.relay.store.card(old.did) is None
         assert relay.relay.store.card(listener.did) is not None
 
