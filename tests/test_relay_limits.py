@@ -7,10 +7,12 @@ Each limit against a real relay (uvicorn on 127.0.0.1), at its documented number
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -211,3 +213,35 @@ def test_one_did_holds_at_most_four_listens(tmp_path: Path) -> None:
         fifth = pool.submit(relay.listen, bob, wait=10)  # the oldest gives way to it
         assert held[0].result(timeout=5).json() == {"messages": [], "more": False}
         assert [h.done() for h in held[1:]] == [False, False, False] and not fifth.done()
+
+
+def test_a_store_from_before_the_byte_bounds_counts_what_it_holds(backend: str) -> None:
+    """Schema version 2 gives every waiting message its size: what a relay held before the
+    byte bounds is counted by them."""
+    from muretai_cli.db import Schema, open_database, upgrade
+    from muretai_cli.relay.store import NAMESPACE, SCHEMA, RelayStore
+
+    if "://" in backend:  # the module's database holds a relay store already: a fresh one
+        import psycopg
+
+        name = f"t_v1_{secrets.token_hex(6)}"  # dropped with the throwaway server
+        with psycopg.connect(backend, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        backend = urlunsplit(urlsplit(backend)._replace(path=f"/{name}"))
+    db = open_database(backend, namespace=NAMESPACE)
+    try:
+        upgrade(db, Schema("relay", SCHEMA.migrations[:1]))  # a version-1 relay store
+        db.execute("DELETE FROM relay_messages")
+        db.execute("INSERT INTO relay_messages (to_did, from_did, from_enc, id, blob, digest, "
+                   "received) VALUES ('did:key:zA', 'did:key:zB', 'e', 'd1', ?, ?, 1)",
+                   ("Q" * 1000, b"x"))
+    finally:
+        db.close()
+    store = RelayStore.open(backend)
+    try:
+        assert store.held_bytes() == (1000, 1000)
+        assert store.deposit(to="did:key:zA", sender="did:key:zC", sender_enc="e",
+                             deposit_id="d2", blob="Q" * 100, now=2, max_waiting=10,
+                             max_bytes=1050) == "mailbox-full"
+    finally:
+        store.close()
