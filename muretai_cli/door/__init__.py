@@ -14,3 +14,6 @@ relay drain.
 Imports starlette/uvicorn/sqlite3 only from its submodules, so the CLI pays for them only in
 the commands that use them.
 """
+
+# The room's public surface: its modules (each imported on first use, never here).
+__all__ = ["app", "card", "config", "core", "events", "executors", "publish", "respond", "wba"]

@@ -9,6 +9,8 @@ Knows nothing of what is served: a server hands it an ASGI app and its limits. I
 uvicorn/h11 only from ``server.py``, so a caller pays for them only when it serves.
 """
 
+__all__ = ["IDLE_SECONDS", "MAX_CONNECTIONS", "MAX_PER_CLIENT", "asgi", "server"]
+
 MAX_CONNECTIONS = 1000  # open connections per server (0: no bound)
 MAX_PER_CLIENT = 100  # open connections from one peer address (0: no bound)
 IDLE_SECONDS = 5.0  # a connection waiting for a request closes after this
