@@ -60,16 +60,16 @@ def _door_shape(doc: object) -> Reason | None:
 
     try:
         if not isinstance(doc, dict):
-            raise ladder.RpcError(-32600, "not-an-object")
+            raise ladder.RpcError(ladder.Code.INVALID_REQUEST, "not-an-object")
         params: dict[str, Any] = {"message": doc}
         if _is_request(doc):
             method, params = ladder.rpc_shape(doc)
             if method != "message/send":
-                raise ladder.RpcError(-32601, "not-message-send")
+                raise ladder.RpcError(ladder.Code.METHOD_NOT_FOUND, "not-message-send")
         ladder.text_size(ladder.a2a_message(params)["text"])
     except ladder.RpcError as err:
         return error(err.reason, f"a door refuses this at its request-shape rung "
-                                 f"(JSON-RPC {err.code} {ladder.MESSAGES[err.code]}: "
+                                 f"(JSON-RPC {int(err.code)} {ladder.MESSAGES[err.code]}: "
                                  f"{err.reason}); the signature does not cover these parts")
     return None
 

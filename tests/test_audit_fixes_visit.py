@@ -139,13 +139,14 @@ def door_with_message(text: str, *, hold: bool = False) -> None:
     import time
 
     from muretai_cli.home import KeyStore, keys_dir
+    from muretai_cli.inbox.arrival import Arrival
     from muretai_cli.inbox.store import IdentityStore, db_path
 
     door = KeyStore(keys_dir()).create("door")
     sender = SigningKey(b"\x09" * 32)
     now = int(time.time())
-    env = {"from": sender.did, "messageId": f"m-{hold}", "contextId": None, "text": text,
-           "timestamp": now, "sig": "x"}
+    env = Arrival.from_json({"from": sender.did, "messageId": f"m-{hold}", "contextId": None,
+                             "text": text, "timestamp": now, "sig": "x"})
     store = IdentityStore(db_path(door.did))
     try:
         assert (store.hold(env, now) if hold else store.accept(env, now))
@@ -320,6 +321,7 @@ def test_inbox_shows_arrival_time_of_an_approved_message() -> None:
     import time
 
     from muretai_cli.home import KeyStore, keys_dir
+    from muretai_cli.inbox.arrival import Arrival
     from muretai_cli.inbox.store import IdentityStore, db_path
 
     door = KeyStore(keys_dir()).create("door")
@@ -327,12 +329,13 @@ def test_inbox_shows_arrival_time_of_an_approved_message() -> None:
     arrived = int(time.time()) - 7200
     store = IdentityStore(db_path(door.did))
     try:
-        rid = store.hold({"from": sender.did, "messageId": "m-1", "contextId": None,
-                          "text": "first contact", "timestamp": arrived, "sig": "x"}, arrived)
+        rid = store.hold(Arrival.from_json({
+            "from": sender.did, "messageId": "m-1", "contextId": None, "text": "first contact",
+            "timestamp": arrived, "sig": "x"}), arrived)
         assert rid is not None
-        assert store.accept({"from": sender.did, "messageId": "m-0", "contextId": None,
-                             "text": "direct", "timestamp": arrived + 60, "sig": "x"},
-                            arrived + 60)
+        assert store.accept(Arrival.from_json({
+            "from": sender.did, "messageId": "m-0", "contextId": None, "text": "direct",
+            "timestamp": arrived + 60, "sig": "x"}), arrived + 60)
     finally:
         store.close()
     assert cli("op", "--as", "door", "requests", "approve", rid).exit_code == 0

@@ -20,6 +20,7 @@ import psycopg
 import pytest
 
 from muretai_cli.door.core import Door
+from muretai_cli.inbox.arrival import Arrival
 from muretai_cli.inbox.store import IdentityStore, door_namespace
 from muretai_cli.seam import SigningKey
 from tests.door_helpers import make_door, send_request
@@ -68,10 +69,9 @@ def inbox_texts(door: Door) -> list[str]:
     return sorted(m["text"] for m in door.store.inbox(None))
 
 
-def env(mid: str, text: str, sender: str = "did:key:z6MkSender", **more: Any
-        ) -> dict[str, Any]:
-    return {"from": sender, "messageId": mid, "contextId": None, "text": text,
-            "timestamp": NOW, "sig": "s", **more}
+def env(mid: str, text: str, sender: str = "did:key:z6MkSender", **more: Any) -> Arrival:
+    return Arrival.from_json({"from": sender, "messageId": mid, "contextId": None,
+                              "text": text, "timestamp": NOW, "sig": "s", **more})
 
 
 def accepted_of(results: list[tuple[bool, int]]) -> list[bool]:

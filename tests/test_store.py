@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from muretai_cli.errors import InputError, Refused
+from muretai_cli.inbox.arrival import Arrival
 from muretai_cli.inbox.store import REPLAY_WINDOW, IdentityStore
 from muretai_cli.seam import SigningKey
 from tests.store_helpers import door_store
@@ -21,9 +22,9 @@ NOW = 1_800_000_000
 ME = SigningKey.generate()
 
 
-def env(sender: str, mid: str, text: str = "hi", ts: int = NOW) -> dict[str, Any]:
-    return {"from": sender, "messageId": mid, "contextId": None, "text": text,
-            "timestamp": ts, "sig": "s"}
+def env(sender: str, mid: str, text: str = "hi", ts: int = NOW) -> Arrival:
+    return Arrival.from_json({"from": sender, "messageId": mid, "contextId": None,
+                              "text": text, "timestamp": ts, "sig": "s"})
 
 
 def grant(gid: str, uses: int, *, iat: int = NOW, exp: int = NOW + 3600) -> dict[str, Any]:
@@ -236,3 +237,14 @@ def test_concurrent_accepts_of_distinct_messages_all_commit(
     results = race(4, lambda i: conns[i].accept(env(a, f"m{i}"), NOW))
     assert results == [True] * 4
     assert len(conns[0].inbox(None)) == 4
+
+
+def test_the_batch_sql_is_chosen_by_what_the_database_declares(
+        stores: Callable[[], IdentityStore]) -> None:
+    """One statement per batch (``JsonBatches``) where the database declares it can
+    (PostgreSQL's ``json_batches``), each call in turn elsewhere; chosen once, at open."""
+    from muretai_cli.inbox.store.bulk import InTurn, JsonBatches
+
+    store = stores()
+    assert isinstance(store.bulk, JsonBatches if store.db.json_batches else InTurn)
+    assert store.db.json_batches == (store.db.describe().startswith("postgres"))

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from muretai_cli.inbox.arrival import Arrival
 from muretai_cli.inbox.store import IdentityStore
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run_json
@@ -17,9 +18,9 @@ NOW = 1_800_000_000
 PEER = SigningKey.generate().did
 
 
-def env(mid: str, text: str, *, ctx: str | None = "c-1", **extra: Any) -> dict[str, Any]:
-    return {"from": PEER, "messageId": mid, "contextId": ctx, "text": text, "timestamp": NOW,
-            "sig": "s", **extra}
+def env(mid: str, text: str, *, ctx: str | None = "c-1", **extra: Any) -> Arrival:
+    return Arrival.from_json({"from": PEER, "messageId": mid, "contextId": ctx, "text": text,
+                              "timestamp": NOW, "sig": "s", **extra})
 
 
 @pytest.fixture

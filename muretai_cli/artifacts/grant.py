@@ -11,7 +11,7 @@ Redeeming one is a separate signed statement by the visitor:
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -140,11 +140,14 @@ def check_redeemer(params: object, *, door_did: str, now: int,
     return grant, from_did
 
 
-def check_redeem(params: object, *, door_did: str, now: int, window: int = MESSAGE_WINDOW
-                 ) -> tuple[Grant, str]:
+def check_redeem(params: object, *, door_did: str, now: int, window: int = MESSAGE_WINDOW,
+                 admit: Callable[[str], None] | None = None) -> tuple[Grant, str]:
     """Verify ``contact/redeem`` params at the door; returns ``(grant, redeemer DID)``:
-    ``check_redeemer`` (shape, freshness, signature), then the grant itself (``check_grant``).
+    ``check_redeemer`` (shape, freshness, signature), then ``admit(redeemer)`` when given
+    (a door's rate and lists: it raises to refuse), then the grant itself (``check_grant``).
     """
     grant, from_did = check_redeemer(params, door_did=door_did, now=now, window=window)
+    if admit is not None:
+        admit(from_did)
     return check_grant(grant, for_did=door_did, now=now), from_did
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from muretai_cli.artifacts.invite import Claim, accept_claim
 from muretai_cli.inbox.invites import Contact, InviteStore
+from muretai_cli.inbox.ladder import Code
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.store import IdentityStore
@@ -55,12 +56,13 @@ def process_claim(obj: object, *, me: str, store: IdentityStore, now: int,
     return Joined(claim, outcome[0])
 
 
-_RPC_CODES = {"wrong-recipient": -32003, "stale": -32002, "from-the-future": -32002,
-              "blocked": -32010, "malformed-claim": -32602, "claim-fields-altered": -32602,
-              "unknown-nonce": -32011, "revoked-invite": -32011, "expired-invite": -32011,
-              "invite-used-up": -32011}
+_RPC_CODES = {"wrong-recipient": Code.NOT_FOR_ME, "stale": Code.REPLAY_OR_STALE,
+              "from-the-future": Code.REPLAY_OR_STALE, "blocked": Code.INTRODUCTION_REQUIRED,
+              "malformed-claim": Code.INVALID_PARAMS, "claim-fields-altered": Code.INVALID_PARAMS,
+              "unknown-nonce": Code.GRANT_REFUSED, "revoked-invite": Code.GRANT_REFUSED,
+              "expired-invite": Code.GRANT_REFUSED, "invite-used-up": Code.GRANT_REFUSED}
 
 
-def rpc_code(reason: str) -> int:
-    """The door's JSON-RPC code for a refused claim (-32001, the signature, by default)."""
-    return _RPC_CODES.get(reason, -32001)
+def rpc_code(reason: str) -> Code:
+    """The door's JSON-RPC code for a refused claim (the signature's, by default)."""
+    return _RPC_CODES.get(reason, Code.SIGNATURE)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.errors import DeadlineExceeded, MuretaiError, Refused, Unreachable
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.site._linkage import domain_linkage, domain_of
 from muretai_cli.site._remedies import REMEDIES
 from muretai_cli.site._report import Finding, SiteReport, Status
@@ -41,7 +42,7 @@ TITLES = {
 }
 ORDER = tuple(TITLES)
 KNOCK_TEXT = "muretai site check: a knock"
-_RPC_NO_ENVELOPE = -32001
+_RPC_NO_ENVELOPE = Code.SIGNATURE
 
 
 @dataclass
@@ -251,7 +252,8 @@ def _teaching_refusal(result: HttpResult, request_id: str) -> tuple[str | None, 
     accepts = data.get("accepts") if isinstance(data, dict) else None
     if not isinstance(error, dict) or error.get("code") != _RPC_NO_ENVELOPE \
             or not isinstance(accepts, list) or not accepts or not isinstance(accepts[0], dict):
-        return None, "a JSON-RPC answer without the teaching refusal (-32001 with accepts)"
+        return None, "a JSON-RPC answer without the teaching refusal " \
+                     f"({int(_RPC_NO_ENVELOPE)} with accepts)"
     if doc.get("id") != request_id:
         return None, "the teaching refusal does not carry this request's id: a canned copy " \
                      "(a proxy replaying the door's bytes) cannot be told from the door"
@@ -284,7 +286,8 @@ def _check_door(v: _Visit) -> None:
               status=result.status)
         return
     v.door_did, v.door_reached = did, True
-    v.add("door", "PASS", f"the door taught its terms (-32001 with accepts) for {did}",
+    v.add("door", "PASS",
+          f"the door taught its terms ({int(_RPC_NO_ENVELOPE)} with accepts) for {did}",
           endpoint=v.endpoint, outcome="door", status=result.status, answersFor=did)
 
 

@@ -27,6 +27,7 @@ from muretai_cli.errors import (
     Refused,
     Unreachable,
 )
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.urls import BaseUrl, base_from_any, same_base
 from muretai_cli.verdict import Reason, Verdict, error, warning
 from muretai_cli.visit.card import CardCheck
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.handoff import CardSource, EntryCheck
 
-METHOD_NOT_FOUND = -32601
-REPLAY = -32002  # a door that answers a retry so has seen the first attempt
+METHOD_NOT_FOUND = Code.METHOD_NOT_FOUND
+REPLAY = Code.REPLAY_OR_STALE  # a door that answers a retry so has seen the first attempt
 Redeemed = Literal["redeemed", "open-door", "not-needed"]
 # "message": the signed messageId is derived from the one sent; "conversation": only the
 # signed contextId matches, so the reply may answer any message of that conversation.
@@ -193,16 +194,10 @@ def _rpc_answer(result: HttpResult, what: str, *, missing_ok: bool = False) -> d
     rpc_error = doc.get("error") if isinstance(doc, dict) else None
     refusal = http_refusal(result)
     if isinstance(rpc_error, dict):
-        code = rpc_error.get("code")
-        message = rpc_error.get("message")
-        data: dict[str, Any] = {"rpcError": {"code": code, "message": message,
-                                             "data": rpc_error.get("data")}}
-        if refusal is not None:
-            data.update(refusal.data)
-        exc = PeerRefused("door-refused", f"the door answered {what} with JSON-RPC error "
-                                          f"{code}: {str(message)[:300]}",
-                          hint=refusal.hint if refusal is not None else None, data=data)
-        raise exc
+        from muretai_cli.visit.remedies import door_refusal
+
+        raise door_refusal(what, rpc_error, hint=refusal.hint if refusal is not None else None,
+                           data=refusal.data if refusal is not None else None)
     if refusal is not None:
         raise refusal
     if not isinstance(doc, dict):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from muretai_cli.errors import InputError, PeerRefused, Refused
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.verdict import Reason, warning
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 State = Literal["delivered", "queued", "held", "refused"]
 Channel = Literal["door", "relay"]
-AWAITING_APPROVAL = -32014
+AWAITING_APPROVAL = Code.AWAITING_APPROVAL
 ClientFor = Callable[[float, int], "SafeClient"]
 
 
@@ -51,7 +52,7 @@ class SendReport:
     route: str = ""
     already_held: bool = False
     reasons: list[Reason] = field(default_factory=list)
-    refusal: Mapping[str, Any] | None = None  # the door's -32014 answer, untrusted
+    refusal: Mapping[str, Any] | None = None  # the door's awaiting-approval answer, untrusted
 
     @property
     def exit_code(self) -> int:
