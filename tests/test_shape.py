@@ -34,7 +34,7 @@ SURFACES: dict[str, list[str]] = {
              "MintedRecords", "Pin", "PinStore", "Profiles", "TrustList", "TrustedOrg",
              "atomic_write", "dids_named", "ensure_private_dir", "home_dir", "keys_dir",
              "open_to_others", "read_json_file", "valid_name", "write_json_file"],
-    "inbox": ["claims", "consent", "invites", "ladder", "relayed", "store"],
+    "inbox": ["arrival", "claims", "consent", "invites", "ladder", "relayed", "store"],
     "lint": ["KNOWN_ORIGINS", "LEVEL_NAMES", "MAX_RESULT_BYTES", "RULES", "SHAPES",
              "VISITOR_ONLY", "Finding", "HandoffFound", "LevelReport", "LevelStatus",
              "LintStream", "Manifest", "Mode", "RawResult", "ResultReader", "ResultReport",

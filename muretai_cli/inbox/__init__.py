@@ -12,4 +12,4 @@ use it.
 """
 
 # The room's public surface: its modules (each imported on first use, never here).
-__all__ = ["claims", "consent", "invites", "ladder", "relayed", "store"]
+__all__ = ["arrival", "claims", "consent", "invites", "ladder", "relayed", "store"]
