@@ -132,7 +132,10 @@ def mint_invite(key: SigningKey, *, name: str, exp: int, url: str = "",
     """A signed invite card with a fresh 128-bit hex nonce."""
     if not url and not relay:
         raise InputError("unreachable-identity", "an invite needs a door url or a relay, so "
-                                                 "the person invited can answer")
+                                                 "the person invited can answer",
+                         hint="give --url URL (your door's public base URL: `muretai serve`) "
+                              "or --relay URL, or record a relay for this identity once: "
+                              "`muretai id relay NAME URL`")
     body: dict[str, Any] = {"v": 1, "did": key.did, "name": name, "specialty": specialty,
                             "url": url, "nonce": secrets.token_hex(16), "exp": iso_utc(exp)}
     if relay:

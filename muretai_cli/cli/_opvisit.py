@@ -179,7 +179,8 @@ def dm(
         signer = request_signer(key, agent=wba_agent)
     sender = Sender(key, store, ConnectionStore(key.did), client_for, int(time.time()),
                     my_relay=Profiles().relay_of(key.did), timeout=parse_seconds(timeout),
-                    max_bytes=max_bytes, pins=PinStore(), trust=TrustList(), signer=signer)
+                    max_bytes=max_bytes, pins=PinStore(), trust=TrustList(), signer=signer,
+                    name=ident.name)
 
     def run() -> None:
         with progress(f"sending to {did}"):

@@ -73,10 +73,12 @@ class ClaimDeposit(Exception):
 
 
 def _claim(store: IdentityStore, key: SigningKey, params: dict[str, Any], *, sender: str,
-           deposit_id: str, now: int) -> Received:
-    """A relayed claim: the signer must be the depositor; then the door's own claim rules.
-    A database failure is raised, not recorded as a refusal (the claim would be acked and
-    lost): the relay gives it again."""
+           deposit_id: str, now: int, received: int | None) -> Received:
+    """A relayed claim: the signer must be the depositor; it was deposited within the
+    relay's age window (``MAX_AGE``, ``MAX_AHEAD``); then the door's own claim rules, as of
+    the moment the relay ``received`` it (now, when the relay did not say). A database
+    failure is raised, not recorded as a refusal (the claim would be acked and lost): the
+    relay gives it again."""
     from muretai_cli.db import DatabaseUnavailable
     from muretai_cli.inbox.claims import process_claim
 
@@ -85,7 +87,13 @@ def _claim(store: IdentityStore, key: SigningKey, params: dict[str, Any], *, sen
         if not isinstance(message, dict) or message.get("from") != sender:
             raise NotForUs("signer-not-depositor", "the claim's from is not the DID that "
                                                    "deposited it")
-        joined = process_claim(params, me=key.did, store=store, now=now)
+        if received is not None and received < now - RELAYED_MAX_AGE:
+            raise NotForUs("too-old", "the claim was deposited more than "
+                                      f"{RELAYED_MAX_AGE // 86400} days ago")
+        if received is not None and received > now + CLOCK_SKEW:
+            raise NotForUs("from-the-future", "the relay dates the claim more than "
+                                              f"{CLOCK_SKEW} s ahead")
+        joined = process_claim(params, me=key.did, store=store, now=now, deposited=received)
     except NotForUs as exc:
         store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
         return Received("refused", exc.reason, exc.detail)
@@ -115,6 +123,8 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
                                       "the depositor's enc_pub")
     try:
         doc = ladder.parse_request(plain)
+        if "jsonrpc" not in doc and doc.get("method") == "onboard/claim":
+            raise ClaimDeposit(doc)  # the bare claim object (the seam's claim vectors' shape)
         method, params = ladder.rpc_shape(doc)
         if method == "onboard/claim":
             raise ClaimDeposit(params)
@@ -131,12 +141,13 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
 def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id: str,
             sender: str, from_enc: str, blob: str, now: int,
             gate: Callable[[str], dict[str, Any]] | None = None,
-            seen: bool | None = None) -> Received:
+            seen: bool | None = None, received: int | None = None) -> Received:
     """Take one deposit in: commit it (inbox or held) or say why not. Never raises for
     what the deposit holds; a database failure is raised (never made a refusal: the
     caller commits nothing and acknowledges nothing, so the relay gives it again).
     ``seen``: whether the deposit is committed already, when the caller looked it up for
-    a whole listen answer (``IdentityStore.deposits_seen``); None looks it up here."""
+    a whole listen answer (``IdentityStore.deposits_seen``); None looks it up here.
+    ``received``: when the relay says it took the deposit (a claim is judged as of then)."""
     from muretai_cli.db import DatabaseUnavailable
 
     if store.deposit_seen(sender, deposit_id) if seen is None else seen:
@@ -150,7 +161,8 @@ def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id
     except DatabaseUnavailable:
         raise
     except ClaimDeposit as claim:
-        return _claim(store, key, claim.params, sender=sender, deposit_id=deposit_id, now=now)
+        return _claim(store, key, claim.params, sender=sender, deposit_id=deposit_id, now=now,
+                      received=received)
     except NotForUs as exc:
         store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
         return Received("refused", exc.reason, exc.detail)

@@ -102,7 +102,7 @@ class TurnCheck:
         try:
             return receive(self.store, self.key, self.policy, deposit_id=item.id,
                            sender=item.sender, from_enc=item.from_enc, blob=item.blob,
-                           now=now, seen=False).outcome
+                           now=now, seen=False, received=item.received).outcome
         except (DatabaseUnavailable, Conflict):
             raise  # the whole answer rolls back, nothing is acked: the relay gives it again
         except MuretaiError as exc:  # pragma: no cover - receive is total on its input
