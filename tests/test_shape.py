@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-LIBRARY = Path(__file__).resolve().parents[1] / "muretai_cli"
+from tests.repo_files import ROOT
+
+LIBRARY = ROOT / "muretai_cli"
 
 SURFACES: dict[str, list[str]] = {
     "artifacts": ["binding", "grant", "handoff", "invite", "keystate", "message", "org",
