@@ -146,7 +146,8 @@ def _edges_of(module: str, path: Path) -> list[Edge]:
             for name in names:
                 if name.split(".")[0] == "muretai_cli":
                     target = _resolve(name)
-                    if target and target != module:
+                    # a module's own packages are imported before it anyway: not an arrow
+                    if target and target != module and not module.startswith(target + "."):
                         out.append(Edge(module, target, child.lineno, lazy, typing_only))
                 elif name:
                     out.append(Edge(module, name.split(".")[0], child.lineno, lazy,
