@@ -160,8 +160,8 @@ def publish(
     """Sign {did, name, url, relay, enc_pub} and post it to the identity's relay."""
     import time
 
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._out import load_identity
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.home import Profiles
     from muretai_cli.seam import sign_card_envelope
     from muretai_cli.urls import parse_base_url

@@ -158,8 +158,8 @@ def serve(
 
     Each arrival is logged on stderr (time, outcome, method, claimed sender).
     """
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._out import read_input
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.urls import parse_base_url
 
     base = parse_base_url(url)
@@ -248,7 +248,7 @@ def serve(
     if single is not None:
         single.run(sockets=socks)
         return
-    from muretai_cli.workers import run_workers
+    from muretai_cli.transport.workers import run_workers
 
     # worker i serves socket i (the kernel spreads connections over them), restarted or not
     raise typer.Exit(run_workers(workers, lambda i: prepare().run(sockets=[socks[i]]),
@@ -306,7 +306,7 @@ def issue(
 ) -> None:
     """Mint a contact grant, record it, and make it the card's contact. Prints the grant."""
     from muretai_cli.artifacts.grant import mint_grant
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
 
     ttl = parse_duration(expires, name="--expires")
     if uses < 1:

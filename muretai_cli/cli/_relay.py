@@ -64,7 +64,7 @@ def serve(
                                  "wake each other's long-polls through it).")] = 1,
 ) -> None:
     """Serve send, listen, ack and card for any DID. The relay never sees text."""
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
     from muretai_cli.urls import parse_base_url
 
     for flag, value in (("--max-body", max_body), ("--max-blob", max_blob),
@@ -144,7 +144,7 @@ def serve(
     if single is not None:
         single.run(sockets=socks)
         return
-    from muretai_cli.workers import run_workers
+    from muretai_cli.transport.workers import run_workers
 
     # worker i serves socket i (the kernel spreads connections over them), as serve does
     raise typer.Exit(run_workers(workers, lambda i: prepare().run(sockets=[socks[i]]),

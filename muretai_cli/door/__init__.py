@@ -3,7 +3,6 @@ the ladder, applies the owner's consent rules and keeps what it accepted (SQLite
 The ladder after transport, consent and the store live in ``inbox/``, shared with the
 relay drain.
 
-    rate.py    per-sender and door-wide token buckets
     config.py     DoorConfig: how a door runs, valid on construction
     core.py       Door: the ladder in order, consent, signed replies
     card.py       the card and its signed envelope, the terms, the WBA key directory
