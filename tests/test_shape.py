@@ -22,17 +22,18 @@ from tests.repo_files import ROOT
 LIBRARY = ROOT / "muretai_cli"
 
 SURFACES: dict[str, list[str]] = {
-    "artifacts": ["binding", "diddoc", "grant", "handoff", "invite", "keystate", "message", "org",
-                  "ownerstate"],
+    "artifacts": ["binding", "diddoc", "grant", "handoff", "invite", "keystate", "message",
+                  "org", "ownerstate"],
     "cli": ["app", "build_app", "main"],
-    "conformance": ["GroupResult", "Status", "keys", "missing_groups", "run_conformance", "web"],
+    "conformance": ["GroupResult", "Status", "keys", "missing_groups", "run_conformance",
+                    "web"],
     "db": ["Batcher", "Conflict", "Database", "DatabaseFull", "DatabaseUnavailable", "Dialect",
            "Result", "Row", "Schema", "SchemaMismatch", "StoreDamaged", "Tx", "Undecodable",
            "Unstorable", "damaged", "is_postgres_url", "json_rows", "lock_key",
            "open_database", "padded_chunks", "redact", "render_ddl", "require",
            "to_format_style", "upgrade", "version_of"],
     "door": ["app", "card", "config", "core", "events", "executors", "publish", "respond",
-             "wba"],
+             "serve", "wba"],
     "home": ["Connection", "ConnectionStore", "Identity", "KeyStatePins", "KeyStore",
              "MintedRecords", "Pin", "PinStore", "Profiles", "TrustList", "TrustedOrg",
              "atomic_write", "dids_named", "ensure_private_dir", "home_dir", "keys_dir",
@@ -46,7 +47,7 @@ SURFACES: dict[str, list[str]] = {
     "net": ["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "MAX_REDIRECTS", "Deadline", "HttpResult",
             "SafeClient", "check_request_url", "http_refusal", "private_addresses",
             "retry_after_seconds", "user_agent"],
-    "relay": ["app", "core", "notify", "pgnotify", "store"],
+    "relay": ["app", "core", "notify", "pgnotify", "serve", "store"],
     "schemas": ["load", "names", "text"],
     "seam": ["ARTIFACT_IAT_SKEW", "CLOCK_SKEW", "DID_CONFIGURATION_PATH",
              "DIRECTORY_MEDIA_TYPE", "DIRECTORY_PATH", "DIRECTORY_WINDOW", "ENC_PUB_CHARS",
@@ -71,9 +72,10 @@ SURFACES: dict[str, list[str]] = {
              "x25519_from_ed25519_public"],
     "site": ["ORDER", "TITLES", "Finding", "Remedy", "SiteReport", "Status", "check_public",
              "check_site", "domain_linkage", "domain_of", "site_base"],
-    "transport": ["IDLE_SECONDS", "MAX_CONNECTIONS", "MAX_PER_CLIENT", "asgi", "rate", "server",
-                  "workers"],
-    "visit": ["card", "dm", "handoff", "join", "offline", "relay", "send", "turn", "wba"],
+    "transport": ["IDLE_SECONDS", "MAX_CONNECTIONS", "MAX_PER_CLIENT", "asgi", "children",
+                  "rate", "serve", "server", "workers"],
+    "visit": ["card", "dm", "handoff", "join", "offline", "probe", "relay", "remedies", "send",
+              "signposts", "turn", "wba"],
 }
 
 # Top to bottom; an import may only point to a lower layer (a room never imports one of its

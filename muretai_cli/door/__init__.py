@@ -9,10 +9,12 @@ relay drain.
     executors.py  where store calls run: in place, or grouped (PostgreSQL group commits)
     events.py     what the ``on_event`` hook is told of each arrival
     app.py     the starlette app: exact routes and the body cap (served by ``transport/``)
+    serve.py   ``serve_door``: the store opened once, the policy settled, workers started
 
 Imports starlette/uvicorn/sqlite3 only from its submodules, so the CLI pays for them only in
 the commands that use them.
 """
 
 # The room's public surface: its modules (each imported on first use, never here).
-__all__ = ["app", "card", "config", "core", "events", "executors", "publish", "respond", "wba"]
+__all__ = ["app", "card", "config", "core", "events", "executors", "publish", "respond", "serve",
+           "wba"]
