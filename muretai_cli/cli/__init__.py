@@ -19,6 +19,8 @@ import typer
 
 from muretai_cli import __version__
 
+__all__ = ["app", "build_app", "main"]
+
 
 def _version(value: bool) -> None:
     if value:

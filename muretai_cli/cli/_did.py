@@ -20,7 +20,7 @@ def resolve(
     json_out: JsonOpt = False,
 ) -> None:
     """Expand a did:key into its DID document (offline). A malformed DID exits 1."""
-    from muretai_cli.did import describe_did
+    from muretai_cli.artifacts.diddoc import describe_did
 
     info = describe_did(did)
     if json_out:

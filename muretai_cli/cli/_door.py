@@ -152,8 +152,8 @@ def serve(
 
     Each arrival is logged on stderr (time, outcome, method, claimed sender).
     """
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._input import read_input
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.urls import parse_base_url
 
     base = parse_base_url(url)
@@ -268,7 +268,7 @@ def issue(
 ) -> None:
     """Mint a contact grant, record it, and make it the card's contact. Prints the grant."""
     from muretai_cli.artifacts.grant import mint_grant
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
 
     ttl = parse_duration(expires, name="--expires")
     if uses < 1:

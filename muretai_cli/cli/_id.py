@@ -111,7 +111,7 @@ def show(
     Works on a key file open to group or others (with a warning): this is public data.
     Signing with such a file is still refused.
     """
-    from muretai_cli.did import describe_did
+    from muretai_cli.artifacts.diddoc import describe_did
     from muretai_cli.home import Profiles, open_to_others
 
     ident = _store(keys).load(name, allow_loose=True)

@@ -152,9 +152,9 @@ def dm(
     import time
 
     from muretai_cli.cli._acting import op_identity
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._opdoor import op_store
     from muretai_cli.cli._visitout import client_for
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.home import ConnectionStore, PinStore, Profiles, TrustList
     from muretai_cli.visit.send import Sender, send_dm
 

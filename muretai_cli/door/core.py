@@ -26,7 +26,7 @@ from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.arrival import DOOR_WINDOW, Arrival, read_message
 from muretai_cli.inbox.ladder import Code, RpcError
 from muretai_cli.inbox.store import IdentityStore, Limits
-from muretai_cli.rate import RateLimits
+from muretai_cli.transport.rate import RateLimits
 
 if TYPE_CHECKING:
     from muretai_cli.door.respond import OnMessage, Outcome

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from muretai_cli.db import Batcher, DatabaseUnavailable, Unstorable
 from muretai_cli.errors import MuretaiError
-from muretai_cli.rate import KeyedBuckets, admit
 from muretai_cli.relay.notify import LocalNotifier, Notifier
 from muretai_cli.relay.store import MAX_MAILBOX_BYTES, Deposit, DepositOutcome
 from muretai_cli.seam import (
@@ -41,6 +40,7 @@ from muretai_cli.seam import (
 )
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 from muretai_cli.transport.asgi import Headers
+from muretai_cli.transport.rate import KeyedBuckets, admit
 
 if TYPE_CHECKING:
     from muretai_cli.relay.store import RelayStore, Waiting

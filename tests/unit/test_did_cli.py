@@ -9,8 +9,8 @@ import base58
 import pytest
 from typer.testing import CliRunner, Result
 
+from muretai_cli.artifacts.diddoc import describe_did
 from muretai_cli.cli import app
-from muretai_cli.did import describe_did
 from muretai_cli.seam import SMALL_ORDER_ENCODINGS, SigningKey, did_from_public
 
 HONEST = SigningKey(bytes(range(32))).did
