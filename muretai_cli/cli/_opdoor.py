@@ -104,10 +104,13 @@ def message_lines(m: dict[str, Any]) -> list[str]:
 
 def _print_requests(rows: list[dict[str, Any]]) -> None:
     for r in rows:
+        kept = r.get("messages") or [r]
         say(f"{r['id']}  {when(r['received'])}  {safe(r['from'], limit=120)}  {r['status']}"
+            + (f"  ({len(kept)} messages)" if len(kept) > 1 else "")
             + (f"  {DAMAGED}" if r.get("damaged") else ""))
-        for line in quoted(r["text"], limit=500):
-            say(line)
+        for message in kept:
+            for line in quoted(message["text"], limit=500):
+                say(line)
 
 
 @requests_app.callback()
@@ -125,7 +128,7 @@ def requests_list(
     """Held first contacts, oldest first."""
     store = op_store(ctx)
     try:
-        rows = store.requests(all_=all_)
+        rows = store.request_list(all_=all_)
     finally:
         store.close()
     if json_out:
