@@ -151,9 +151,9 @@ def _edges_of(module: str, path: Path) -> list[Edge]:
                     target = _resolve(name)
                     # a module's own packages are imported before it anyway: not an arrow
                     if target and target != module and not module.startswith(target + "."):
-                        out.append(Edge(module, target, child.lineno, lazy, typing_only))
+                        out.append(Edge(module, target, getattr(child, "lineno", 0), lazy, typing_only))
                 elif name:
-                    out.append(Edge(module, name.split(".")[0], child.lineno, lazy,
+                    out.append(Edge(module, name.split(".")[0], getattr(child, "lineno", 0), lazy,
                                     typing_only))
             visit(child, child_lazy, child_typing)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,7 @@ def alice() -> SigningKey:
     return SigningKey.generate()
 
 
-def bad_sig(req: dict) -> dict:
+def bad_sig(req: dict[str, Any]) -> dict[str, Any]:
     meta = req["params"]["message"]["metadata"]
     sig = meta["sig"]
     meta["sig"] = sig[:10] + ("A" if sig[10] != "A" else "B") + sig[11:]

@@ -32,8 +32,9 @@ def grant_state(door: Live, grant_id: str) -> tuple[int, int]:
     store = door.store()
     try:
         row = store.grant(grant_id)
-        conns = store.db.one("SELECT COUNT(*) FROM connections WHERE grant_id=?",
-                             (grant_id,))[0]
+        count = store.db.one("SELECT COUNT(*) FROM connections WHERE grant_id=?", (grant_id,))
+        assert count is not None
+        conns = count[0]
     finally:
         store.close()
     assert row is not None

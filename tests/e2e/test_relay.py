@@ -125,7 +125,7 @@ def test_every_wrong_part_of_a_token_is_one_401(live: LiveRelay, route: str,
     monkeypatch.setattr(live.relay, "clock", clock)
     bob, eve = _keys()
     now = int(clock() // 60)
-    extra = {"ids": []} if route == "ack" else {"wait": 0}
+    extra: dict[str, Any] = {"ids": []} if route == "ack" else {"wait": 0}
 
     def body(*, did: str = bob.did, minute: int = now, signer: SigningKey = bob,
              origin: str = live.origin, signed_minute: int | None = None) -> dict[str, Any]:

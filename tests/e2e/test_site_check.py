@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from click.testing import Result
+from typer.testing import Result
 
 from muretai_cli.home import PinStore
 from muretai_cli.net import SafeClient

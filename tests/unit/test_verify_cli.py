@@ -390,7 +390,12 @@ def test_the_shape_rung_is_the_doors_own(monkeypatch: pytest.MonkeyPatch,
     _, bob = pair
     calls: list[object] = []
     real = ladder.a2a_message
-    monkeypatch.setattr(ladder, "a2a_message", lambda params: calls.append(1) or real(params))
+
+    def counted(params: Any) -> Any:
+        calls.append(1)
+        return real(params)
+
+    monkeypatch.setattr(ladder, "a2a_message", counted)
     assert run_json("verify", "message", "-", "--to", bob, input=_signed(bob))[0] == 0
     assert calls == [1]
 

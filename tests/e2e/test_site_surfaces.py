@@ -133,6 +133,6 @@ def test_a_card_redirected_to_another_origin_is_a_fail_row(fmt: str) -> None:
         root = ET.fromstring(out.split("\n", 1)[1])
         failed = [c.get("name") for c in root.findall(".//testcase")
                   if c.find("failure") is not None]
-        assert failed and failed[0].startswith("card:")
+        assert failed and str(failed[0]).startswith("card:")
     else:
         assert "cross-origin-redirect" in out
