@@ -203,7 +203,7 @@ def serve(
         if json_out:
             emit_json_line({"ok": True, "event": "listening", "time": int(time.time()),
                             "address": at.address, "url": base.text, "did": ident.did,
-                            "policy": dm_policy, "workers": workers})
+                            "policy": config.policy, "workers": workers})
 
     code = serve_door(
         ident.signing_key(),

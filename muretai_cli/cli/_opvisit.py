@@ -223,6 +223,44 @@ def _render_send(report: SendReport, json_out: bool) -> None:
 contact_app.command("dm")(dm)
 
 
+@contact_app.command("verify")
+def verify_contact(
+    ctx: typer.Context,
+    did: Annotated[str, typer.Argument(help="The peer's DID.")],
+    fingerprint_: Annotated[str, typer.Argument(
+        metavar="FINGERPRINT", help="The fingerprint the peer read you (`muretai id show` "
+                                    "prints it), over a channel you trust.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Mark a peer as checked out of band: its fingerprint matched the one it read you.
+
+    The mark is this identity's, kept in $MURETAI_HOME/verified/; connections, inbox and
+    requests show it. A fingerprint that does not match marks nothing (exit 1).
+    """
+    import time
+
+    from muretai_cli.artifacts.diddoc import fingerprint, same_fingerprint
+    from muretai_cli.cli._acting import op_identity
+    from muretai_cli.errors import InputError, Refused
+    from muretai_cli.home import VerifiedPeers
+
+    ident = op_identity(ctx)
+    did = did_option(did, "DID")
+    if did == ident.did:
+        raise InputError("to-self", "that DID is this identity's own")
+    if not same_fingerprint(fingerprint_, did):
+        raise Refused("fingerprint-mismatch", f"{safe(fingerprint_, limit=60)!r} is not the "
+                                              f"fingerprint of {did}; nothing was marked",
+                      hint="this is not the key you were told of: ask again over another "
+                           "channel, and do not write to it meanwhile")
+    VerifiedPeers(ident.did).mark(did, fingerprint(did), int(time.time()))
+    if json_out:
+        emit_json({"ok": True, "as": ident.name, "did": did, "fingerprint": fingerprint(did),
+                   "checkedOutOfBand": True})
+    else:
+        say(f"checked {did} ({fingerprint(did)})")
+
+
 def _register_list() -> None:
     from muretai_cli.cli._opconv import connections
 

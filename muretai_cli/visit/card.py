@@ -213,8 +213,10 @@ def judge_card(base: BaseUrl, card: object, found: EnvelopeResult, *, now: int,
     elif found.envelope is None:
         why = f" ({found.unsigned_why})" if found.unsigned_why else ""
         if require_signed:
-            reasons.append(error("unsigned-card", f"the card has no signed envelope{why}; "
-                                                  "--require-signed refuses it"))
+            reasons.append(error("unsigned-card", f"the card has no signed envelope{why}, and "
+                                                  "an unsigned card vouches for nothing here "
+                                                  "(anyone on the path could have written "
+                                                  "it)"))
         else:
             reasons.append(warning("unsigned-card", f"the card has no signed envelope{why}"))
         signature = "unsigned"
