@@ -117,6 +117,12 @@ def parse_base_url(url: str, *, require_https: bool = True) -> BaseUrl:
     except ValueError as exc:
         raise _refuse(url, f"cannot be parsed ({exc})") from None
     scheme = parts.scheme.lower()
+    if "://" not in url and (not scheme or re.fullmatch(r"[^:/]+:[0-9]+(/.*)?", url)):
+        # `host`, `host:port`, `host/path`: a scheme was left out
+        bare = url.lstrip("/")
+        loopback = re.match(r"(localhost|127\.[0-9.]+|\[::1\])(:|/|$)", bare, re.I)
+        raise _refuse(url, "has no scheme (https://, or http:// on loopback)",
+                      ("http://" if loopback else "https://") + bare)
     if scheme not in _DEFAULT_PORTS:
         raise _refuse(url, "the scheme must be https (or http on loopback)")
     netloc = parts.netloc

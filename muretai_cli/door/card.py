@@ -152,7 +152,6 @@ class PublishedCard:
         return self._env_bytes
 
 
-
 def terms(did: str, endpoint: str, policy: str) -> dict[str, Any]:
     """The door's terms, published on the card and returned to a keyless walk-in (one object)."""
     from muretai_cli.seam import MESSAGE_WINDOW

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.errors import DeadlineExceeded, InputError, MuretaiError, Refused, Unreachable
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.site._linkage import domain_linkage, domain_of
 from muretai_cli.site._remedies import REMEDIES
 from muretai_cli.site._report import Finding, SiteReport, Status
@@ -50,7 +51,7 @@ TITLES = {
 }
 ORDER = tuple(TITLES)
 KNOCK_TEXT = "muretai site check: a knock"
-_RPC_NO_ENVELOPE = -32001
+_RPC_NO_ENVELOPE = Code.SIGNATURE
 
 
 @dataclass
@@ -162,7 +163,7 @@ def _check_alias(v: _Visit) -> None:
 
 
 def _check_signature(v: _Visit) -> None:
-    from muretai_cli.seam import canonical_bytes, verify_card_envelope
+    from muretai_cli.seam import verify_served_card
 
     url = v.base.join(CARD_SIG_PATH)
     result = v.get(CARD_SIG_PATH)
@@ -173,16 +174,12 @@ def _check_signature(v: _Visit) -> None:
         return
     env = _json(result.body)
     try:
-        signed = verify_card_envelope(env, expected_did=str(v.did))
+        signed = verify_served_card(env, v.card or {}, expected_did=str(v.did))
     except MuretaiError as exc:
         v.add("signature", "FAIL", f"the envelope is refused: {exc.code}: {exc.detail}",
               url=url, reason=exc.code)
         return
-    if canonical_bytes(signed) != canonical_bytes(v.card):
-        v.add("signature", "FAIL", "the envelope verifies, but signs a different card than "
-                                   "the one served", url=url, reason="envelope-card-differs")
-        return
-    v.envelope_ts = int(env["ts"]) if isinstance(env, dict) else None
+    v.envelope_ts = signed.ts
     v.add("signature", "PASS", f"verified under {v.did}", url=url, ts=v.envelope_ts)
 
 
@@ -229,20 +226,22 @@ def _check_origin(v: _Visit) -> None:
 
 
 def _check_fresh(v: _Visit) -> None:
-    from muretai_cli.seam import ENVELOPE_MAX_AGE, ENVELOPE_MAX_AHEAD
+    from muretai_cli.seam import ENVELOPE_MAX_AGE, ENVELOPE_MAX_AHEAD, envelope_freshness
 
     ts = v.envelope_ts
     if ts is None:
         v.add("fresh", "INFO", "not judged: there is no verified envelope to date")
         return
     age = v.now - ts
-    if age > ENVELOPE_MAX_AGE:
+    verdict = envelope_freshness(ts, v.now)
+    if verdict == "stale":
         v.add("fresh", "WARN", f"signed {age // 3600} h {age % 3600 // 60} min ago (more than "
                                f"{ENVELOPE_MAX_AGE // 3600} h): nobody may be home", ts=ts,
               ageSeconds=age)
-    elif -age > ENVELOPE_MAX_AHEAD:
-        v.add("fresh", "WARN", f"dated {-age} s in the future: the signer's clock is wrong",
-              ts=ts, ageSeconds=age)
+    elif verdict == "from-the-future":  # refused, as card fetch and verify card refuse it
+        v.add("fresh", "FAIL", f"dated {-age} s in the future (more than "
+                               f"{ENVELOPE_MAX_AHEAD} s): the signer's clock is wrong",
+              ts=ts, ageSeconds=age, reason="envelope-from-the-future")
     else:
         v.add("fresh", "PASS", f"signed {age} s ago", ts=ts, ageSeconds=age)
 
@@ -272,7 +271,8 @@ def _teaching_refusal(result: HttpResult, request_id: str) -> tuple[str | None, 
     accepts = data.get("accepts") if isinstance(data, dict) else None
     if not isinstance(error, dict) or error.get("code") != _RPC_NO_ENVELOPE \
             or not isinstance(accepts, list) or not accepts or not isinstance(accepts[0], dict):
-        return None, "a JSON-RPC answer without the teaching refusal (-32001 with accepts)"
+        return None, "a JSON-RPC answer without the teaching refusal " \
+                     f"({int(_RPC_NO_ENVELOPE)} with accepts)"
     if doc.get("id") != request_id:
         return None, "the teaching refusal does not carry this request's id: a canned copy " \
                      "(a proxy replaying the door's bytes) cannot be told from the door"
@@ -307,7 +307,8 @@ def _check_door(v: _Visit) -> None:
     v.door_did, v.door_reached = did, True
     doc = _json(result.body)
     v.door_accepts = doc["error"]["data"]["accepts"][0] if isinstance(doc, dict) else None
-    v.add("door", "PASS", f"the door taught its terms (-32001 with accepts) for {did}",
+    v.add("door", "PASS",
+          f"the door taught its terms ({int(_RPC_NO_ENVELOPE)} with accepts) for {did}",
           endpoint=v.endpoint, outcome="door", status=result.status, answersFor=did)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.site._report import Remedy
 
 SEAM = "muretai seam spec (muretai/agent-seam, spec/seam.md)"
@@ -38,7 +39,8 @@ REMEDIES: dict[str, Remedy] = {
         "trust on first use (the DID pinned for this origin)"),
     "door": Remedy(
         "Answer POST at the card's url yourself: an unsigned message/send must get the "
-        "JSON-RPC teaching refusal (-32001, data.accepts naming your DID and endpoint) with "
+        f"JSON-RPC teaching refusal ({int(Code.SIGNATURE)}, data.accepts naming your DID and "
+        "endpoint) with "
         "the request's id. Let agent traffic reach the door past any proxy, CDN or bot wall.",
         f"{ENTRY} §4 (the door's keyless walk-in answer); JSON-RPC 2.0 §5"),
     "door-signed": Remedy(
