@@ -233,3 +233,9 @@ def test_cli_exit_codes_json_and_the_address_rule() -> None:
         text = _cli(s.base, "--allow-private")
         assert text.returncode == 0 and "1. card" in text.stdout
         assert _cli(s.base, "--allow-private", "--key", "nobody").returncode == 2
+
+
+def test_nothing_answering_is_unreachable_not_no_way_in() -> None:
+    got = _cli("http://127.0.0.1:1", "--allow-private", "--json", "--timeout", "5")
+    assert got.returncode == 3, got.stderr
+    assert json.loads(got.stdout)["ok"] is False
