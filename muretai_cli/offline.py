@@ -16,6 +16,7 @@ from muretai_cli.seam import (
     ENVELOPE_MAX_AHEAD,
     MESSAGE_WINDOW,
     check_fresh,
+    timestamp_seconds,
     verify_card_envelope,
     verify_envelope,
 )
@@ -41,14 +42,20 @@ def check_message(doc: object, *, to_did: str, now: int,
         fields = verify_envelope(env, to_did=to_did)
     except MuretaiError as exc:
         return _failed("message", exc)
+    stamp = fields["timestamp"]
     facts = {"from": fields["from"], "to": fields["to"], "messageId": fields["messageId"],
-             "contextId": fields["contextId"], "timestamp": fields["timestamp"],
-             "text": fields["text"]}
+             "contextId": fields["contextId"], "timestamp": stamp, "text": fields["text"]}
     try:
-        check_fresh(fields["timestamp"], now, window)
+        check_fresh(stamp, now, window)
     except MuretaiError as exc:
         return _failed("message", exc, facts)
-    return Verdict.of("message", unsigned_warnings(doc), facts)
+    notes = unsigned_warnings(doc)
+    if isinstance(stamp, float):  # verified as received; never emitted as a float
+        facts["timestamp"] = timestamp_seconds(stamp)
+        notes.insert(0, warning("float-timestamp", f"the signed timestamp is the float "
+                                f"{stamp!r}: it verified over Python's spelling of it, which "
+                                "not every verifier can reproduce; sign integer seconds"))
+    return Verdict.of("message", notes, facts)
 
 
 def _door_shape(doc: object) -> Reason | None:

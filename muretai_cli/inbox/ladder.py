@@ -31,6 +31,7 @@ MESSAGES = {
     -32003: "Message not addressed to me",
     -32004: "Rate limited",
     -32005: "Message text too large",
+    -32006: "Cannot verify this signature",
     -32010: "Introduction required",
     -32011: "Contact grant refused",
     -32014: "Awaiting approval",
@@ -196,8 +197,8 @@ def recipient(fields: dict[str, Any], door_did: str) -> None:
         raise RpcError(-32003, "wrong-recipient")
 
 
-# -- rung 8: freshness -------------------------------------------------------------------
-def fresh(timestamp: int, now: int) -> None:
+# -- rung 8: freshness (a timestamp that names no moment is no fresher) ------------------
+def fresh(timestamp: object, now: int) -> None:
     from muretai_cli.seam import check_fresh
 
     try:
@@ -206,11 +207,26 @@ def fresh(timestamp: int, now: int) -> None:
         raise refused(-32002, exc) from None
 
 
-# -- rung 9 is the replay lookup (the store); rung 10: the signature --------------------
-def signature(fields: dict[str, Any], sig: object) -> None:
-    from muretai_cli.seam import canonical_bytes, verify_signature
+def seconds(timestamp: object) -> int:
+    """The epoch second a received timestamp names, or -32002 ``timestamp-not-a-number``."""
+    from muretai_cli.seam import timestamp_seconds
 
     try:
-        verify_signature(fields["from"], canonical_bytes(fields), sig)
+        return timestamp_seconds(timestamp)
     except MuretaiError as exc:
-        raise refused(-32001, exc) from None
+        raise refused(-32002, exc) from None
+
+
+# -- rung 9 is the replay lookup (the store); rung 10: the signature --------------------
+def signature(fields: dict[str, Any], sig: object) -> None:
+    """The signature over the six fields as received (-32001), or -32006 ``cannot-verify``
+    when they hold a number hazard this verifier cannot reproduce the signer's bytes of.
+    Verified, the timestamp is kept as the integer second it names: nothing after this
+    rung stores or answers with a float."""
+    from muretai_cli.seam import check_signed_fields
+
+    try:
+        check_signed_fields(fields, sig)
+    except MuretaiError as exc:
+        raise refused(-32006 if exc.code == "cannot-verify" else -32001, exc) from None
+    fields["timestamp"] = seconds(fields["timestamp"])

@@ -125,7 +125,7 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
         if fields["from"] != sender:
             raise NotForUs("signer-not-depositor", "the message's from is not the DID that "
                                                    "deposited it")
-        stamp = fields["timestamp"]
+        stamp = ladder.seconds(fields["timestamp"])
         if stamp < now - MAX_AGE:
             raise NotForUs("too-old", "the message is more than 30 days old")
         if stamp > now + MAX_AHEAD:
