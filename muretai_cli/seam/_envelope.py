@@ -64,8 +64,10 @@ def signing_payload(env: Mapping[str, Any]) -> bytes:
 
 
 def sign_envelope(key: SigningKey, *, to: str, text: str, timestamp: int,
-                  message_id: str | None = None, context_id: str | None = None) -> dict[str, Any]:
-    """The six fields plus ``sig``, signed by ``key`` (whose DID becomes ``from``).
+                  message_id: str | None = None, context_id: str | None = None,
+                  from_did: str | None = None) -> dict[str, Any]:
+    """The six fields plus ``sig``, signed by ``key`` (whose DID becomes ``from``, unless
+    ``from_did`` names the root an op key signs for: its KeyState must travel beside).
 
     A signer emits integers only: a float or string ``timestamp`` is refused, never signed."""
     if isinstance(timestamp, float):
@@ -75,7 +77,7 @@ def sign_envelope(key: SigningKey, *, to: str, text: str, timestamp: int,
         raise Refused("malformed-field", "timestamp must be an integer epoch second")
     fields = {
         "contextId": context_id,
-        "from": key.did,
+        "from": key.did if from_did is None else from_did,
         "messageId": message_id or f"m-{secrets.token_hex(12)}",
         "text": text,
         "timestamp": timestamp,
@@ -103,13 +105,15 @@ def verify_envelope(env: Mapping[str, Any], *, to_did: str) -> dict[str, Any]:
     return fields
 
 
-def check_signed_fields(fields: Mapping[str, Any], sig: object) -> None:
+def check_signed_fields(fields: Mapping[str, Any], sig: object, *,
+                        signer: str | None = None) -> None:
     """``sig`` over the canonical bytes of ``fields`` as received, under the key ``from``
-    names; ``Refused`` otherwise. When those bytes hold a number hazard (a float whose
+    names (or ``signer``: the op key a verified KeyState for ``from`` delegates to);
+    ``Refused`` otherwise. When those bytes hold a number hazard (a float whose
     canonical spelling differs between languages) and the signature does not verify over
     Python's spelling, the answer is ``cannot-verify``: the signer's bytes cannot be
     reproduced here, which is not proof that the signature is bad."""
-    public, raw = verifying_key_from_did(fields["from"])
+    public, raw = verifying_key_from_did(fields["from"] if signer is None else signer)
     try:
         verify_strict(public, raw, canonical_bytes(fields), sig)
     except MuretaiError as exc:
