@@ -234,14 +234,14 @@ def figure_drain(args: argparse.Namespace) -> dict[str, Any]:
     import statistics
 
     from muretai_cli.cli._visitout import client_for
-    from muretai_cli.inbox.store import open_door_store
+    from muretai_cli.inbox.store import open_identity_store
     from muretai_cli.visit.relay import RelayClient
     from muretai_cli.visit.turn import TurnCheck
 
     home = tempfile.mkdtemp(prefix="muretai-bench-turn-")
     proc, port, url = _relay_for(home)
     me = _identity(url)
-    store = open_door_store(me.did)
+    store = open_identity_store(me.did)
     rounds: list[dict[str, Any]] = []
     try:
         senders = [SigningKey.generate() for _ in range(50)]

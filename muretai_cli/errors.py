@@ -4,7 +4,9 @@
     ├── Refused             a rule was broken or a check failed           (exit 1)
     ├── InputError          input that cannot be read, or a usage mistake (exit 2)
     ├── Unreachable         the network could not reach the peer          (exit 3)
-    ├── DiskFull            a write found no space left; nothing written  (exit 3)
+    ├── StorageUnavailable  local storage could not take a write (EIO, a  (exit 3)
+    │   │                   file-size limit, a read-only disk); nothing written
+    │   └── DiskFull        a write found no space left; nothing written  (exit 3)
     ├── PeerRefused         the peer answered with a refusal              (exit 4)
     └── DeadlineExceeded    the shared deadline ran out                   (exit 5)
 
@@ -19,6 +21,9 @@ import errno
 from typing import Any
 
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+# A write the storage refused for a reason that is not the file's fault (not its name, mode
+# or content): an I/O error, a file-size limit, a read-only or vanished file system.
+_STORAGE_FAILED = (errno.EIO, errno.EFBIG, errno.EROFS, errno.ENXIO, errno.ESTALE)
 
 
 class MuretaiError(Exception):
@@ -69,12 +74,18 @@ class Unreachable(MuretaiError):
     exit_code = 3
 
 
-class DiskFull(MuretaiError):
+class StorageUnavailable(MuretaiError):
+    """Local storage could not take a write: nothing was written (or committed). Not the
+    file's fault, so never a hint to move it aside: a server answers 503 with Retry-After,
+    a command exits 3."""
+
+    exit_code = 3
+
+
+class DiskFull(StorageUnavailable):
     """A write found the disk (or a quota) full: nothing was written. Not the file's fault,
     so never a hint to move it aside: free space, then retry (exit 3, as for a database that
     cannot take a write)."""
-
-    exit_code = 3
 
     def __init__(self, where: object) -> None:
         super().__init__("disk-full", f"the disk holding {where} is full; nothing was written",
@@ -84,6 +95,25 @@ class DiskFull(MuretaiError):
 def is_disk_full(exc: OSError) -> bool:
     """Whether an ``OSError`` says there is no space left (ENOSPC, or a quota: EDQUOT)."""
     return exc.errno in _NO_SPACE
+
+
+def write_failure(exc: OSError, where: object) -> StorageUnavailable | None:
+    """What a failed write means when it is the storage's doing, not the file's: ``DiskFull``
+    (ENOSPC, EDQUOT), else ``StorageUnavailable`` for an I/O error, a file-size limit or a
+    read-only file system; None for the rest (a name, a mode: the caller names the file)."""
+    if is_disk_full(exc):
+        return DiskFull(where)
+    if exc.errno in _STORAGE_FAILED:
+        return storage_unavailable(where, exc.strerror or type(exc).__name__)
+    return None
+
+
+def storage_unavailable(where: object, why: str) -> StorageUnavailable:
+    """The one wording of a write the storage refused (files and databases alike)."""
+    return StorageUnavailable("storage-unavailable", f"the storage holding {where} could not "
+                                                     f"take a write ({why}); nothing was written",
+                              hint="check that disk (I/O errors, a file-size limit or quota, a "
+                                   "read-only mount), then try again")
 
 
 class PeerRefused(MuretaiError):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,3 +31,11 @@ def new_identity(name: str, keys: Path | None = None) -> str:
     result = run("id", "new", name, *extra)
     assert result.exit_code == 0, result.stderr
     return result.stdout.strip()
+
+
+def muretai(*argv: str, input: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The real ``muretai`` command in its own process (the test's environment, plus ``env``)."""
+    return subprocess.run([sys.executable, "-m", "muretai_cli", *argv], input=input,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})}, check=False)

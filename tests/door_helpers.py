@@ -20,7 +20,7 @@ from muretai_cli.door.app import build_app
 from muretai_cli.door.core import Door, DoorConfig
 from muretai_cli.door.respond import OnMessage
 from muretai_cli.home import KeyStore, keys_dir
-from muretai_cli.inbox.store import DoorStore, db_path, open_door_store
+from muretai_cli.inbox.store import IdentityStore, db_path, open_identity_store
 from muretai_cli.seam import SigningKey, sign_envelope
 from muretai_cli.transport.server import bind, server_config
 from muretai_cli.urls import parse_base_url
@@ -62,9 +62,9 @@ class Live:
         doc["_status"] = resp.status_code
         return doc
 
-    def store(self) -> DoorStore:
+    def store(self) -> IdentityStore:
         """A second connection, as the owner's commands open one."""
-        return open_door_store(self.did, self.db) if self.db else DoorStore(db_path(self.did))
+        return open_identity_store(self.did, self.db) if self.db else IdentityStore(db_path(self.did))
 
 
 def send_request(sender: SigningKey, to: str, text: str = "hello", *, now: int | None = None,
@@ -120,8 +120,8 @@ def make_door(policy: str, url: str, *, name: str = "door", db: str | None = Non
         from tests.store_helpers import init_door_store
 
         init_door_store(ident.did, db)
-    return Door(ident.signing_key(), config, open_door_store(ident.did, db) if db
-                else DoorStore(db_path(ident.did)), on_message=on_message, on_event=on_event)
+    return Door(ident.signing_key(), config, open_identity_store(ident.did, db) if db
+                else IdentityStore(db_path(ident.did)), on_message=on_message, on_event=on_event)
 
 
 @dataclass

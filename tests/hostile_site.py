@@ -62,6 +62,10 @@ class HostileSite:
         self.now = int(time.time())
         self.stopping = False
         self.grants: dict[str, dict[str, Any]] = {}
+        # Served at /.well-known/did-configuration.json when set (404 otherwise).
+        self.did_configuration: bytes | None = None
+        # Served at the Web Bot Auth key-directory path when set (404 otherwise).
+        self.wba_directory: bytes | None = None
         for name in WITH_GRANT:
             if name == "grant-other":
                 self.grants[name] = mint_grant(self.other_key, uses=5, now=self.now)
@@ -149,6 +153,17 @@ class HostileSite:
         if name == "edited":
             card = {**card, "name": "an edited name"}
         return JSONResponse(card)
+
+    async def did_configuration_route(self, request: Request) -> Response:
+        if self.did_configuration is None:
+            return Response(status_code=404)
+        return Response(self.did_configuration, media_type="application/json")
+
+    async def directory_route(self, request: Request) -> Response:
+        if self.wba_directory is None:
+            return Response(status_code=404)
+        return Response(self.wba_directory,
+                        media_type="application/http-message-signatures-directory+json")
 
     async def legacy_route(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -296,6 +311,8 @@ class HostileSite:
     def app(self) -> Starlette:
         return Starlette(routes=[
             Route("/tools/{kind}", self.tool_route),
+            Route("/.well-known/did-configuration.json", self.did_configuration_route),
+            Route("/.well-known/http-message-signatures-directory", self.directory_route),
             Route("/{name}/.well-known/agent-card.json", self.card_route),
             Route("/{name}/.well-known/card-v2", self.legacy_route),
             Route("/{name}/.well-known/agent.json", self.legacy_route),

@@ -13,7 +13,7 @@ from typing import Any
 from muretai_cli.door.app import build_app
 from muretai_cli.door.core import Door, DoorConfig
 from muretai_cli.home import KeyStore, keys_dir
-from muretai_cli.inbox.store import DoorStore, db_path
+from muretai_cli.inbox.store import IdentityStore, db_path
 from muretai_cli.seam import (
     DID_CONFIGURATION_PATH,
     DIRECTORY_PATH,
@@ -84,7 +84,7 @@ def fixture_site(name: str = "site") -> Iterator[FixtureSite]:
     base = parse_base_url(f"http://127.0.0.1:{port}")
     key = ident.signing_key()
     door = Door(key, DoorConfig(name=name, url=base, policy="open", rate_per_sender=0,
-                                rate_total=0), DoorStore(db_path(ident.did)))
+                                rate_total=0), IdentityStore(db_path(ident.did)))
     domain = f"127.0.0.1:{port}"
     now = int(time.time())
     link = did_configuration([sign_domain_linkage(key, domain, nbf=now - 60,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from muretai_cli.db import is_postgres_url, open_database, upgrade
-from muretai_cli.inbox.store import DoorStore, door_namespace, door_schema, open_door_store
+from muretai_cli.inbox.store import IdentityStore, door_namespace, door_schema, open_identity_store
 
 
 def init_door_store(did: str, backend: str) -> None:
@@ -13,8 +13,8 @@ def init_door_store(did: str, backend: str) -> None:
             upgrade(db, door_schema())
 
 
-def door_store(did: str, backend: str) -> DoorStore:
+def door_store(did: str, backend: str) -> IdentityStore:
     """A store for ``did`` at ``backend``, created if needed; another call is another
     connection to the same store (as a second process would open)."""
     init_door_store(did, backend)
-    return open_door_store(did, backend)
+    return open_identity_store(did, backend)

@@ -104,12 +104,12 @@ def test_wba_signs_as_muretai_as(me: str, monkeypatch: pytest.MonkeyPatch,
 def test_a_contact_name_stands_for_its_did_as_the_identity_that_knows_it(me: str) -> None:
     from muretai_cli.home import KeyStore, keys_dir
     from muretai_cli.inbox.invites import Contact, InviteStore
-    from muretai_cli.inbox.store import open_door_store
+    from muretai_cli.inbox.store import open_identity_store
     from muretai_cli.seam import SigningKey
 
     bob, mallory = SigningKey.generate().did, SigningKey.generate().did
     assert _doc("db", "init", "--json")["did"] == me
-    store = open_door_store(KeyStore(keys_dir()).load("me").did, None)
+    store = open_identity_store(KeyStore(keys_dir()).load("me").did, None)
     try:
         invites = InviteStore(store.db)
         invites.add_contact(Contact(bob, "Bob", None, None, "https://bob.example", 1, "joined"))

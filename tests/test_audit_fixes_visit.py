@@ -139,14 +139,14 @@ def door_with_message(text: str, *, hold: bool = False) -> None:
     import time
 
     from muretai_cli.home import KeyStore, keys_dir
-    from muretai_cli.inbox.store import DoorStore, db_path
+    from muretai_cli.inbox.store import IdentityStore, db_path
 
     door = KeyStore(keys_dir()).create("door")
     sender = SigningKey(b"\x09" * 32)
     now = int(time.time())
     env = {"from": sender.did, "messageId": f"m-{hold}", "contextId": None, "text": text,
            "timestamp": now, "sig": "x"}
-    store = DoorStore(db_path(door.did))
+    store = IdentityStore(db_path(door.did))
     try:
         assert (store.hold(env, now) if hold else store.accept(env, now))
     finally:
@@ -215,13 +215,13 @@ def test_handoff_url_with_control_characters_is_refused(tmp_path: Path, bad: str
 
 def _door() -> Any:
     from muretai_cli.door.core import Door, DoorConfig
-    from muretai_cli.inbox.store import DoorStore, db_path
+    from muretai_cli.inbox.store import IdentityStore, db_path
     from muretai_cli.urls import parse_base_url
 
     key = SigningKey(b"\x0a" * 32)
     config = DoorConfig(name="door", url=parse_base_url("http://127.0.0.1:9"), policy="open",
                         rate_per_sender=0, rate_total=0)
-    return Door(key, config, DoorStore(db_path(key.did)))
+    return Door(key, config, IdentityStore(db_path(key.did)))
 
 
 def _post(door: Any, req: dict[str, Any]) -> dict[str, Any]:
@@ -320,12 +320,12 @@ def test_inbox_shows_arrival_time_of_an_approved_message() -> None:
     import time
 
     from muretai_cli.home import KeyStore, keys_dir
-    from muretai_cli.inbox.store import DoorStore, db_path
+    from muretai_cli.inbox.store import IdentityStore, db_path
 
     door = KeyStore(keys_dir()).create("door")
     sender = SigningKey(b"\x0c" * 32)
     arrived = int(time.time()) - 7200
-    store = DoorStore(db_path(door.did))
+    store = IdentityStore(db_path(door.did))
     try:
         rid = store.hold({"from": sender.did, "messageId": "m-1", "contextId": None,
                           "text": "first contact", "timestamp": arrived, "sig": "x"}, arrived)

@@ -1,9 +1,8 @@
 """The CI kit: the pre-commit hooks' entries and every step of examples/ci/github-actions.yml,
 run here as a CI would run them.
 
-pre-commit itself is not installed in the test environment (a `language: python` hook makes
-pre-commit build a virtualenv and install muretai from a registry, which a test must not
-do), so the hooks' `entry` commands are run directly with the arguments pre-commit would add.
+Here the hooks' `entry` commands are run directly with the arguments pre-commit would add;
+tests/test_ci_precommit.py runs pre-commit itself on the documented examples.
 The workflow test is slower than most (about eight real `muretai` processes and a door):
 it is the one end-to-end check that the copy-paste example works.
 """

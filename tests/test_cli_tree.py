@@ -46,10 +46,14 @@ def test_console_entry_point_runs_one_group() -> None:
     assert proc.returncode == 2 and "No such command" in proc.stderr
 
 
+# A valid did:key: a malformed one would be refused first (bad-did, exit 2 too).
+_DID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
+
+
 @pytest.mark.parametrize("argv", [
-    ["verify", "message", "--to", "x", "--json"],
+    ["verify", "message", "--to", _DID, "--json"],   # no FILES
     ["nosuch", "--json"],
-    ["verify", "card", "f.json", "--did", "d", "--now", "abc", "--json"],
+    ["verify", "card", "f.json", "--did", _DID, "--now", "abc", "--json"],
 ])
 def test_usage_errors_under_json_are_one_json_document(argv: list[str]) -> None:
     import json

@@ -8,7 +8,7 @@ import time
 from muretai_cli.artifacts.org import attest_member
 from muretai_cli.door.core import Door, DoorConfig
 from muretai_cli.home import KeyStore, keys_dir
-from muretai_cli.inbox.store import DoorStore, db_path
+from muretai_cli.inbox.store import IdentityStore, db_path
 from muretai_cli.seam import SigningKey, verify_card_envelope
 from muretai_cli.urls import parse_base_url
 from tests.cli_helpers import new_identity, run
@@ -26,7 +26,7 @@ def make_door(clock: Clock, **config: object) -> Door:
     ident = KeyStore(keys_dir()).create("door")
     cfg = DoorConfig(name="door", url=parse_base_url("https://door.example/desk"),
                      **config)  # type: ignore[arg-type]
-    return Door(ident.signing_key(), cfg, DoorStore(db_path(ident.did)), clock=clock)
+    return Door(ident.signing_key(), cfg, IdentityStore(db_path(ident.did)), clock=clock)
 
 
 def test_envelope_resigned_hourly_and_on_change() -> None:
@@ -74,7 +74,7 @@ def test_org_membership_on_card() -> None:
                                now=int(clock.now))
     ident = KeyStore(keys_dir()).load("door")
     door = Door(ident.signing_key(), DoorConfig(name="door", url=parse_base_url(
-        "https://door.example"), org=membership), DoorStore(db_path(ident.did)), clock=clock)
+        "https://door.example"), org=membership), IdentityStore(db_path(ident.did)), clock=clock)
     assert json.loads(door.card_bytes())["org"] == membership
 
 
@@ -94,10 +94,10 @@ def test_serve_refuses_a_membership_for_another_agent(tmp_path: object) -> None:
 
 def test_durable_is_synchronous_full() -> None:
     did = SigningKey.generate().did
-    normal = DoorStore(db_path(did))
+    normal = IdentityStore(db_path(did))
     assert normal.db.one("PRAGMA synchronous") == (1,)
     assert normal.db.one("PRAGMA journal_mode") == ("wal",)
     normal.close()
-    durable = DoorStore(db_path(did), durable=True)
+    durable = IdentityStore(db_path(did), durable=True)
     assert durable.db.one("PRAGMA synchronous") == (2,)
     durable.close()

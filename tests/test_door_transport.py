@@ -117,14 +117,14 @@ def test_pipelined_requests_each_get_their_answer(http: str) -> None:
 
 def test_unusable_database_is_named(tmp_path: object) -> None:
     from muretai_cli.errors import InputError
-    from muretai_cli.inbox.store import DoorStore, db_path
+    from muretai_cli.inbox.store import IdentityStore, db_path
 
     did = SigningKey.generate().did
     path = db_path(did)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"not a database" * 100)
     with pytest.raises(InputError, match="bad-database"):
-        DoorStore(path)
+        IdentityStore(path)
 
 
 json_values = st.recursive(

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from muretai_cli.door.core import Door
-from muretai_cli.inbox.store import DoorStore, door_namespace
+from muretai_cli.inbox.store import IdentityStore, door_namespace
 from muretai_cli.seam import SigningKey
 from tests.door_helpers import make_door, send_request
 from tests.store_helpers import door_store
@@ -82,7 +82,7 @@ def accepted_of(results: list[tuple[bool, int]]) -> list[bool]:
 
 def test_a_message_id_twice_in_one_batch_is_accepted_once_the_first_copy(
         backend: str) -> None:
-    store: DoorStore = door_store(SigningKey.generate().did, backend)
+    store: IdentityStore = door_store(SigningKey.generate().did, backend)
     try:
         batch = [(env("m-1", "first"), NOW, ()), (env("m-2", "other"), NOW, ()),
                  (env("m-1", "second"), NOW, ()), (env("m-1", "first"), NOW, ())]
@@ -198,7 +198,7 @@ def test_a_batch_of_rate_counts_admits_as_one_at_a_time_would(backend: str) -> N
     """``take_rates`` (one transaction per batch on PostgreSQL) gives each request the
     answer ``take_rate`` would give it in turn: a request counts against every bucket or
     none, and the counts it leaves are exact."""
-    store: DoorStore = door_store(SigningKey.generate().did, backend)
+    store: IdentityStore = door_store(SigningKey.generate().did, backend)
     try:
         now = 6_000_000  # the start of a window
         a, b = ("a", 2), ("b", 2)
@@ -228,7 +228,7 @@ def test_rates_counted_with_the_commit_admit_as_one_at_a_time_would(backend: str
     """Accepts that carry rate limits (a door whose limits are shared) are counted in the
     batch that commits them: each gets the answer ``take_rate`` then ``accept`` would give
     it in turn; one refused by a limit writes nothing and counts nothing."""
-    store: DoorStore = door_store(SigningKey.generate().did, backend)
+    store: IdentityStore = door_store(SigningKey.generate().did, backend)
     try:
         a, b, c = "did:key:z6MkA", "did:key:z6MkB", "did:key:z6MkC"
 
@@ -322,7 +322,7 @@ def test_rates_counted_with_commits_in_two_processes_add_up_exactly(pg_url: str)
 def test_the_relay_a_message_names_is_kept_from_a_batch(backend: str) -> None:
     """A message that names the sender's relay is committed with the rest of its batch,
     and the sender's ``peers`` row says the newest relay (one row per sender)."""
-    store: DoorStore = door_store(SigningKey.generate().did, backend)
+    store: IdentityStore = door_store(SigningKey.generate().did, backend)
     try:
         a, b = "did:key:z6MkA", "did:key:z6MkB"
         results = store.lookup_and_accept([], [

@@ -15,7 +15,7 @@ from muretai_cli.errors import Refused
 from muretai_cli.home import KeyStore, keys_dir
 from muretai_cli.inbox.claims import process_claim
 from muretai_cli.inbox.invites import Contact, InviteStore
-from muretai_cli.inbox.store import DoorStore, db_path
+from muretai_cli.inbox.store import IdentityStore, db_path
 from muretai_cli.seam import SigningKey, sign_envelope
 from tests.cli_helpers import new_identity, run, run_json
 from tests.door_helpers import code_of, live_door
@@ -27,8 +27,8 @@ def _key(name: str) -> SigningKey:
     return ident.signing_key()
 
 
-def _store(key: SigningKey) -> DoorStore:
-    return DoorStore(db_path(key.did))
+def _store(key: SigningKey) -> IdentityStore:
+    return IdentityStore(db_path(key.did))
 
 
 def _issue(inviter: SigningKey, *, uses: int = 1, ttl: int = 3600,
@@ -168,7 +168,7 @@ def test_a_claim_is_one_transaction_spend_contact_and_allowed_sender(
         raise RuntimeError("disk gone")
 
     with monkeypatch.context() as patched:
-        patched.setattr(DoorStore, "_log", broken_log)
+        patched.setattr(IdentityStore, "_log", broken_log)
         store = _store(ines)
         with pytest.raises(RuntimeError):
             process_claim(_claim(jo, card), me=ines.did, store=store, now=int(time.time()))
@@ -445,7 +445,7 @@ def test_a_sqlite_file_whose_invite_tables_came_first_upgrades_in_place(tmp_path
     from muretai_cli.inbox.store import door_schema
 
     path = tmp_path / "door.sqlite3"
-    store = DoorStore(path)
+    store = IdentityStore(path)
     InviteStore(store.db).add({"nonce": "n-1", "name": "a"}, uses=1, exp=2**40, now=1)
     store.close()
     with sqlite3.connect(path) as conn:
@@ -454,7 +454,7 @@ def test_a_sqlite_file_whose_invite_tables_came_first_upgrades_in_place(tmp_path
             conn.execute(f"ALTER TABLE {table} DROP COLUMN wba")
         conn.execute("DROP INDEX relayed_shown")  # and what version 7 adds
         conn.execute("ALTER TABLE relayed DROP COLUMN claimant")
-    store = DoorStore(path)
+    store = IdentityStore(path)
     try:
         assert [r.nonce for r in InviteStore(store.db).invites()] == ["n-1"]
         assert store.db.one("SELECT version FROM muretai_schema WHERE store='door'") == (

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from muretai_cli.artifacts.message import build_message, build_message_send, envelope_of
-from muretai_cli.inbox.store import DoorStore
+from muretai_cli.inbox.store import IdentityStore
 from muretai_cli.offline import check_message
 from muretai_cli.seam import SigningKey, canonical_bytes, seal_box, sign_envelope
 from muretai_cli.visit.relay import ListenAnswer, Waiting
@@ -93,7 +93,7 @@ def test_on_the_relay_drain(tmp_path: Path, case: str, signed: str, accepted: bo
     request = two_part_request(sender, bob.did, signed)
     blob = seal_box(sender, bob.enc_pub, canonical_bytes(request), ad=b"")
     relay = _OneAnswer([Waiting("d1", sender.did, sender.enc_pub, blob, int(time.time()))])
-    store = DoorStore(tmp_path / "bob.sqlite3")
+    store = IdentityStore(tmp_path / "bob.sqlite3")
     try:
         counts = TurnCheck(bob, store, relay, "open").step(0).counts  # type: ignore[arg-type]
         if accepted:

@@ -20,7 +20,7 @@ from muretai_cli.cli import app
 from muretai_cli.db import DatabaseFull
 from muretai_cli.errors import DiskFull, InputError
 from muretai_cli.home import KeyStore, atomic_write, keys_dir
-from muretai_cli.inbox.store import DoorStore, db_path
+from muretai_cli.inbox.store import IdentityStore, db_path
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run
 from tests.door_helpers import send_request
@@ -61,7 +61,7 @@ def test_atomic_write_names_a_write_it_could_not_do(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []  # not even the temporary file
 
 
-def _fill(store: DoorStore) -> None:
+def _fill(store: IdentityStore) -> None:
     # SQLite's own SQLITE_FULL ("database or disk is full"): no page may be added
     pages = store.db.one("PRAGMA page_count")
     assert pages is not None
@@ -73,7 +73,7 @@ def test_a_full_disk_under_the_door_store_is_disk_full_and_the_door_answers_503(
     from muretai_cli.urls import parse_base_url
 
     key = SigningKey(b"\x0b" * 32)
-    store = DoorStore(db_path(key.did))
+    store = IdentityStore(db_path(key.did))
     door = Door(key, DoorConfig(name="door", url=parse_base_url("http://127.0.0.1:9"),
                                 policy="open", rate_per_sender=0, rate_total=0), store)
     big = "x" * 60_000  # more than the free room in the file's last pages
@@ -217,7 +217,7 @@ def test_a_row_that_is_not_utf8_is_shown_damaged_and_the_rest_still_reads() -> N
     from muretai_cli.door.core import Door, DoorConfig
     from muretai_cli.urls import parse_base_url
 
-    store = DoorStore(db_path(did))
+    store = IdentityStore(db_path(did))
     door = Door(key.signing_key(), DoorConfig(name="alice", url=parse_base_url(
         "http://127.0.0.1:9"), policy="open", rate_per_sender=0, rate_total=0), store)
     sender = SigningKey.generate()

@@ -192,12 +192,12 @@ def test_an_unsigned_reply_to_is_kept_only_when_the_signed_fields_prove_it() -> 
 
     from muretai_cli.artifacts.message import build_message, build_message_send
     from muretai_cli.door.core import Door, DoorConfig
-    from muretai_cli.inbox.store import DoorStore, db_path
+    from muretai_cli.inbox.store import IdentityStore, db_path
     from muretai_cli.seam import SigningKey, sign_envelope
     from muretai_cli.urls import parse_base_url
 
     me, bob, carol = SigningKey(b"\x0c" * 32), SigningKey.generate(), SigningKey.generate()
-    store = DoorStore(db_path(me.did))
+    store = IdentityStore(db_path(me.did))
     door = Door(me, DoorConfig(name="me", url=parse_base_url("http://127.0.0.1:9"),
                                policy="open", rate_per_sender=0, rate_total=0), store)
     now = int(time.time())

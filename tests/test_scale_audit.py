@@ -38,7 +38,7 @@ import httpx
 import psycopg
 import pytest
 
-from muretai_cli.inbox.store import door_namespace, door_schema, open_door_store
+from muretai_cli.inbox.store import door_namespace, door_schema, open_identity_store
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run, run_json
 from tests.door_helpers import code_of, live_door, send_request
@@ -447,7 +447,7 @@ def test_kill_9_with_requests_in_flight_loses_nothing_accepted_and_takes_each_on
         for t in threads:
             t.join(timeout=60)
         assert procs[0].proc.wait(timeout=10) == -signal.SIGKILL
-        store = open_door_store(did, pg_url)
+        store = open_identity_store(did, pg_url)
         try:
             ids = [m["messageId"] for m in store.inbox(None)]
         finally:

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from muretai_cli.inbox.store import open_door_store
+from muretai_cli.inbox.store import open_identity_store
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run, run_json
 from tests.door_helpers import code_of, send_request
@@ -152,7 +152,7 @@ def test_kill_9_mid_load_loses_nothing_accepted_and_delivers_nothing_twice(
     try:
         load()
         assert killed.is_set() and procs[0].proc.wait(timeout=10) == -signal.SIGKILL
-        store = open_door_store(did, pg_url)
+        store = open_identity_store(did, pg_url)
         try:
             inbox = store.inbox(None)
         finally:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from muretai_cli.errors import InputError, Refused
-from muretai_cli.inbox.store import REPLAY_WINDOW, DoorStore
+from muretai_cli.inbox.store import REPLAY_WINDOW, IdentityStore
 from muretai_cli.seam import SigningKey
 from tests.store_helpers import door_store
 
@@ -31,12 +31,12 @@ def grant(gid: str, uses: int, *, iat: int = NOW, exp: int = NOW + 3600) -> dict
 
 
 @pytest.fixture
-def stores(backend: str) -> Iterator[Callable[[], DoorStore]]:
+def stores(backend: str) -> Iterator[Callable[[], IdentityStore]]:
     """Open connections to one fresh identity's store (each call: one more 'process')."""
     did = SigningKey.generate().did
-    opened: list[DoorStore] = []
+    opened: list[IdentityStore] = []
 
-    def open_one() -> DoorStore:
+    def open_one() -> IdentityStore:
         store = door_store(did, backend)
         opened.append(store)
         return store
@@ -66,7 +66,7 @@ def race(n: int, work: Callable[[int], Any]) -> list[Any]:
     return out
 
 
-def test_accept_then_replay_and_lookup(stores: Callable[[], DoorStore]) -> None:
+def test_accept_then_replay_and_lookup(stores: Callable[[], IdentityStore]) -> None:
     store = stores()
     a = SigningKey.generate().did
     assert store.lookup("m1", a, NOW) == (False, None)
@@ -78,7 +78,7 @@ def test_accept_then_replay_and_lookup(stores: Callable[[], DoorStore]) -> None:
 
 
 def test_an_inbox_row_whose_replay_row_was_pruned_is_still_a_replay(
-        stores: Callable[[], DoorStore]) -> None:
+        stores: Callable[[], IdentityStore]) -> None:
     store = stores()
     a = SigningKey.generate().did
     assert store.accept(env(a, "m1"), NOW)
@@ -88,7 +88,7 @@ def test_an_inbox_row_whose_replay_row_was_pruned_is_still_a_replay(
 
 
 def test_a_message_id_accepted_through_one_connection_is_refused_by_all(
-        stores: Callable[[], DoorStore]) -> None:
+        stores: Callable[[], IdentityStore]) -> None:
     conns = [stores() for _ in range(6)]
     senders = [SigningKey.generate().did for _ in range(6)]
     results = race(6, lambda i: conns[i].accept(env(senders[i], "same-id"), NOW))
@@ -97,7 +97,7 @@ def test_a_message_id_accepted_through_one_connection_is_refused_by_all(
 
 
 def test_k_use_grant_redeemed_by_n_racing_senders_opens_exactly_k(
-        stores: Callable[[], DoorStore]) -> None:
+        stores: Callable[[], IdentityStore]) -> None:
     conns = [stores() for _ in range(8)]
     conns[0].add_grant(grant("g1", 3), NOW)
     senders = [SigningKey.generate().did for _ in range(8)]
@@ -113,7 +113,7 @@ def test_k_use_grant_redeemed_by_n_racing_senders_opens_exactly_k(
 
 
 def test_a_revoke_through_one_connection_is_seen_by_the_next_read_of_another(
-        stores: Callable[[], DoorStore]) -> None:
+        stores: Callable[[], IdentityStore]) -> None:
     owner, door = stores(), stores()
     owner.add_grant(grant("g1", 5), NOW)
     bob = SigningKey.generate().did
@@ -128,7 +128,7 @@ def test_a_revoke_through_one_connection_is_seen_by_the_next_read_of_another(
 
 
 def test_redeem_again_changes_nothing_and_a_dropped_connection_stays_dropped(
-        stores: Callable[[], DoorStore]) -> None:
+        stores: Callable[[], IdentityStore]) -> None:
     store = stores()
     store.add_grant(grant("g1", 2), NOW)
     bob = SigningKey.generate().did
@@ -149,7 +149,7 @@ def test_redeem_again_changes_nothing_and_a_dropped_connection_stays_dropped(
 
 
 def test_one_held_request_per_stranger_whoever_holds_it(
-        stores: Callable[[], DoorStore]) -> None:
+        stores: Callable[[], IdentityStore]) -> None:
     conns = [stores() for _ in range(6)]
     stranger = SigningKey.generate().did
     ids = race(6, lambda i: conns[i].hold(env(stranger, f"m{i}"), NOW))
@@ -160,7 +160,7 @@ def test_one_held_request_per_stranger_whoever_holds_it(
     assert held[0]["id"] == ids[0]
 
 
-def test_holding_a_replayed_id_is_refused(stores: Callable[[], DoorStore]) -> None:
+def test_holding_a_replayed_id_is_refused(stores: Callable[[], IdentityStore]) -> None:
     store = stores()
     a, b = SigningKey.generate().did, SigningKey.generate().did
     assert store.accept(env(a, "m1"), NOW)
@@ -168,7 +168,7 @@ def test_holding_a_replayed_id_is_refused(stores: Callable[[], DoorStore]) -> No
     assert store.requests() == []
 
 
-def test_approval_anywhere_applies_everywhere(stores: Callable[[], DoorStore]) -> None:
+def test_approval_anywhere_applies_everywhere(stores: Callable[[], IdentityStore]) -> None:
     door, owner = stores(), stores()
     bob = SigningKey.generate().did
     rid = door.hold(env(bob, "m1", "first"), NOW)
@@ -185,7 +185,7 @@ def test_approval_anywhere_applies_everywhere(stores: Callable[[], DoorStore]) -
     assert [d["action"] for d in owner.decisions()] == ["approve"]
 
 
-def test_reject_block_unblock_and_lists(stores: Callable[[], DoorStore]) -> None:
+def test_reject_block_unblock_and_lists(stores: Callable[[], IdentityStore]) -> None:
     store = stores()
     bob, carol = SigningKey.generate().did, SigningKey.generate().did
     rid = store.hold(env(bob, "m1"), NOW)
@@ -203,7 +203,7 @@ def test_reject_block_unblock_and_lists(stores: Callable[[], DoorStore]) -> None
 
 
 def test_grants_list_newest_first_and_the_card_takes_the_newest_usable(
-        stores: Callable[[], DoorStore]) -> None:
+        stores: Callable[[], IdentityStore]) -> None:
     store = stores()
     for gid in ("g1", "g2", "g3"):
         store.add_grant(grant(gid, 1), NOW)
@@ -219,7 +219,7 @@ def test_grants_list_newest_first_and_the_card_takes_the_newest_usable(
         store.revoke("nope", NOW)
 
 
-def test_inbox_order_and_limit(stores: Callable[[], DoorStore]) -> None:
+def test_inbox_order_and_limit(stores: Callable[[], IdentityStore]) -> None:
     store = stores()
     a = SigningKey.generate().did
     for i in range(5):
@@ -230,7 +230,7 @@ def test_inbox_order_and_limit(stores: Callable[[], DoorStore]) -> None:
 
 
 def test_concurrent_accepts_of_distinct_messages_all_commit(
-        stores: Callable[[], DoorStore]) -> None:
+        stores: Callable[[], IdentityStore]) -> None:
     conns = [stores() for _ in range(4)]
     a = SigningKey.generate().did
     results = race(4, lambda i: conns[i].accept(env(a, f"m{i}"), NOW))

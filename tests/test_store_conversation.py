@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from muretai_cli.inbox.store import DoorStore
+from muretai_cli.inbox.store import IdentityStore
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run_json
 from tests.store_helpers import door_store
@@ -23,13 +23,13 @@ def env(mid: str, text: str, *, ctx: str | None = "c-1", **extra: Any) -> dict[s
 
 
 @pytest.fixture
-def store(backend: str) -> Iterator[DoorStore]:
+def store(backend: str) -> Iterator[IdentityStore]:
     opened = door_store(SigningKey.generate().did, backend)
     yield opened
     opened.close()
 
 
-def test_both_directions_by_conversation(store: DoorStore) -> None:
+def test_both_directions_by_conversation(store: IdentityStore) -> None:
     store.record_sent(peer=PEER, message={"messageId": "m-out", "contextId": "c-1",
                                           "text": "hello", "timestamp": NOW - 5},
                       channel="relay", state="queued", now=NOW - 5, address="https://r")
@@ -45,7 +45,7 @@ def test_both_directions_by_conversation(store: DoorStore) -> None:
     assert store.deposit_seen(PEER, "d-1") and not store.deposit_seen(PEER, "d-2")
 
 
-def test_a_reply_in_the_same_second_comes_after_what_it_answers(store: DoorStore) -> None:
+def test_a_reply_in_the_same_second_comes_after_what_it_answers(store: IdentityStore) -> None:
     # seconds are coarse: the answer arrives in the second the question left, and an
     # answer to the answer in that second too; the reply chain orders them
     store.record_sent(peer=PEER, message={"messageId": "m-out", "contextId": "c-1",
@@ -61,7 +61,7 @@ def test_a_reply_in_the_same_second_comes_after_what_it_answers(store: DoorStore
 
 
 def test_the_last_message_with_a_peer_is_the_reply_in_the_same_second(
-        store: DoorStore) -> None:
+        store: IdentityStore) -> None:
     store.record_sent(peer=PEER, message={"messageId": "m-out", "contextId": "c-1",
                                           "text": "question", "timestamp": NOW},
                       channel="relay", state="queued", now=NOW, address="https://r")
@@ -70,7 +70,7 @@ def test_the_last_message_with_a_peer_is_the_reply_in_the_same_second(
     assert summary["did"] == PEER and summary["lastMessage"]["text"] == "answer"
 
 
-def test_relayed_deposits_are_shown_once(store: DoorStore) -> None:
+def test_relayed_deposits_are_shown_once(store: IdentityStore) -> None:
     assert store.accept(env("m-1", "one", channel="relay", depositId="d-1"), NOW)
     store.record_refused(PEER, "d-2", "cannot-open", "no", NOW)
     store.record_refused(PEER, "d-2", "cannot-open", "again", NOW)  # reported once
@@ -82,7 +82,7 @@ def test_relayed_deposits_are_shown_once(store: DoorStore) -> None:
     assert store.unshown() == []
 
 
-def test_every_held_message_is_kept_and_approved_together(store: DoorStore) -> None:
+def test_every_held_message_is_kept_and_approved_together(store: IdentityStore) -> None:
     first = store.hold(env("m-1", "first", channel="relay", depositId="d-1"), NOW)
     second = store.hold(env("m-2", "second", channel="relay", depositId="d-2"), NOW)
     assert first and second == first  # one request per stranger, every message kept
@@ -93,7 +93,7 @@ def test_every_held_message_is_kept_and_approved_together(store: DoorStore) -> N
     assert store.requests() == []
 
 
-def test_settings_and_pending_held(store: DoorStore) -> None:
+def test_settings_and_pending_held(store: IdentityStore) -> None:
     assert store.setting("policy") is None
     store.set_setting("policy", "open")
     store.set_setting("policy", "closed")
@@ -109,7 +109,7 @@ def test_settings_and_pending_held(store: DoorStore) -> None:
 
 
 def test_a_batch_commits_together_and_a_nested_failure_undoes_only_itself(
-        store: DoorStore) -> None:
+        store: IdentityStore) -> None:
     # turn-check commits a listen answer in one transaction: a replayed message inside it
     # (accept raises and rolls back its own part) leaves the rest of the batch standing
     with store.batch():
@@ -130,7 +130,7 @@ def test_a_batch_commits_together_and_a_nested_failure_undoes_only_itself(
 
 
 def test_claimed_rows_go_to_one_reader_and_an_unconfirmed_one_is_named_once(
-        store: DoorStore) -> None:
+        store: IdentityStore) -> None:
     for i in range(3):
         store.record_refused(PEER, f"d{i}", "cannot-open", "x", NOW)
     rows = [item["row"] for item in store.unshown()]
@@ -140,7 +140,7 @@ def test_claimed_rows_go_to_one_reader_and_an_unconfirmed_one_is_named_once(
     assert store.take_interrupted(lambda who: False) == [] and store.unshown() == []
 
 
-def test_rows_a_live_claimant_holds_are_left_to_it(store: DoorStore) -> None:
+def test_rows_a_live_claimant_holds_are_left_to_it(store: IdentityStore) -> None:
     for i in range(3):
         store.record_refused(PEER, f"d{i}", "cannot-open", "x", NOW)
     rows = [item["row"] for item in store.unshown()]
@@ -157,7 +157,7 @@ def test_rows_a_live_claimant_holds_are_left_to_it(store: DoorStore) -> None:
     assert store.take_interrupted(lambda who: False) == [] and store.unshown() == []
 
 
-def test_what_turn_check_has_not_shown_is_found_through_the_index(store: DoorStore) -> None:
+def test_what_turn_check_has_not_shown_is_found_through_the_index(store: IdentityStore) -> None:
     from muretai_cli.inbox.store import NEW, UNSHOWN
 
     if store.db.dialect == "sqlite":

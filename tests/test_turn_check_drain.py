@@ -15,7 +15,7 @@ import pytest
 
 from muretai_cli.artifacts.message import build_message_send, signed_message
 from muretai_cli.db import DatabaseUnavailable
-from muretai_cli.inbox.store import DoorStore
+from muretai_cli.inbox.store import IdentityStore
 from muretai_cli.net import SafeClient
 from muretai_cli.seam import SigningKey, canonical_bytes, seal_box
 from muretai_cli.visit.relay import ListenAnswer, RelayClient, Waiting
@@ -33,7 +33,7 @@ def test_a_drain_reuses_one_client_for_every_listen_and_ack(tmp_path: Path) -> N
 
     with live_relay(tmp_path / "relay.sqlite3", max_waiting=1000) as relay:
         texts = fill_mailbox(tmp_path / "relay.sqlite3", bob, 250)
-        store = DoorStore(tmp_path / "bob.sqlite3")
+        store = IdentityStore(tmp_path / "bob.sqlite3")
         try:
             relay_client = RelayClient(relay.url, client_for)
             check = TurnCheck(bob, store, relay_client, "open")
@@ -86,7 +86,7 @@ def test_a_database_failure_mid_answer_commits_and_acks_nothing_of_it(
     # never "refused" (acked, so gone from the relay): the relay gives all of it again
     bob = SigningKey.generate()
     items = _waiting(bob, 3)
-    store = DoorStore(tmp_path / "bob.sqlite3")
+    store = IdentityStore(tmp_path / "bob.sqlite3")
     real = store.accept
     calls: list[int] = []
 
@@ -114,7 +114,7 @@ def test_a_database_failure_mid_answer_commits_and_acks_nothing_of_it(
 def test_a_deposit_listed_twice_or_again_is_stored_and_shown_once(tmp_path: Path) -> None:
     bob = SigningKey.generate()
     items = _waiting(bob, 2)
-    store = DoorStore(tmp_path / "bob.sqlite3")
+    store = IdentityStore(tmp_path / "bob.sqlite3")
     try:
         relay = _Relay([items[0], items[0], items[1]])  # a relay that lists one twice
         check = TurnCheck(bob, store, relay, "open")  # type: ignore[arg-type]

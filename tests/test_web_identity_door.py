@@ -19,7 +19,7 @@ from starlette.routing import Route
 from muretai_cli.door.app import build_app
 from muretai_cli.door.core import Door, DoorConfig
 from muretai_cli.home import KeyStore, keys_dir
-from muretai_cli.inbox.store import DoorStore, db_path
+from muretai_cli.inbox.store import IdentityStore, db_path
 from muretai_cli.seam import (
     DID_CONFIGURATION_PATH,
     DIRECTORY_PATH,
@@ -49,7 +49,7 @@ def door_with_linkage(name: str = "linked") -> Iterator[tuple[str, str, str]]:
                                                  exp=now + 3600)])
     door = Door(key, DoorConfig(name=name, url=base, policy="open",
                                 did_configuration=json.dumps(doc).encode()),
-                DoorStore(db_path(ident.did)))
+                IdentityStore(db_path(ident.did)))
     config = server_config(build_app(door), host="127.0.0.1", port=port, slow_seconds=10,
                            max_connections=100)
     with run_uvicorn(config, sock):

@@ -13,7 +13,6 @@ from muretai_cli.cli._out import (
     KeysOpt,
     did_option,
     emit_json,
-    handles_errors,
     note,
     say,
 )
@@ -41,7 +40,6 @@ app = typer.Typer(no_args_is_help=True)
 
 
 @app.command("fetch")
-@handles_errors
 def fetch(
     url: Annotated[str, typer.Argument(
         help="Base URL (https://host or https://host/path) or the full card URL.")],
@@ -112,7 +110,6 @@ def _save(check: CardCheck, path: Path) -> Path:
 
 
 @app.command("pins")
-@handles_errors
 def pins(json_out: JsonOpt = False) -> None:
     """List pinned cards: each base URL with the DID first seen there."""
     from muretai_cli.home import PinStore
@@ -129,7 +126,6 @@ def pins(json_out: JsonOpt = False) -> None:
 
 
 @app.command("forget")
-@handles_errors
 def forget(
     origin: Annotated[str, typer.Argument(help="The pinned base URL (or its card URL).")],
     json_out: JsonOpt = False,
@@ -151,7 +147,6 @@ def forget(
 
 
 @app.command("publish")
-@handles_errors
 def publish(
     as_: AsOpt = None,
     url: Annotated[str, typer.Option("--url", help="Its door's URL, if it serves one "

@@ -6,10 +6,9 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, emit_json, handles_errors, read_input, safe, say
+from muretai_cli.cli._out import JsonOpt, emit_json, read_input, safe, say
 
 
-@handles_errors
 def conformance(
     file: Annotated[str, typer.Argument(help="A seam vectors file (e.g. wire_vectors.json).")],
     json_out: JsonOpt = False,

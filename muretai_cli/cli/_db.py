@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, note, say
+from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, note, say
 
 app = typer.Typer(no_args_is_help=True,
                   help="A store's database (SQLite file or PostgreSQL): init, upgrade, status.")
@@ -106,7 +106,6 @@ def _run(verb: str, as_: str | None, relay: bool, db: str | None, keys: KeysOpt,
 
 
 @app.command("init")
-@handles_errors
 def init(as_: AsOpt = None, relay: RelayOpt = False, db: DbOpt = None, keys: KeysOpt = None,
          json_out: JsonOpt = False) -> None:
     """Create a store (an identity's door, or the relay) at this program's schema version."""
@@ -114,7 +113,6 @@ def init(as_: AsOpt = None, relay: RelayOpt = False, db: DbOpt = None, keys: Key
 
 
 @app.command("upgrade")
-@handles_errors
 def upgrade_cmd(as_: AsOpt = None, relay: RelayOpt = False, db: DbOpt = None,
                 keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
     """Bring a store to this program's schema version."""
@@ -122,7 +120,6 @@ def upgrade_cmd(as_: AsOpt = None, relay: RelayOpt = False, db: DbOpt = None,
 
 
 @app.command("status")
-@handles_errors
 def status(as_: AsOpt = None, relay: RelayOpt = False, db: DbOpt = None,
            keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
     """Show a store's schema version (exit 1 when it is not this program's)."""

@@ -7,13 +7,12 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, emit_json, handles_errors, note, safe, say
+from muretai_cli.cli._out import JsonOpt, emit_json, note, safe, say
 
 app = typer.Typer(help="Resolve did:key identifiers offline.", no_args_is_help=True)
 
 
 @app.command("resolve")
-@handles_errors
 def resolve(
     did: Annotated[str, typer.Argument(help="A did:key identifier.")],
     json_out: JsonOpt = False,

@@ -14,7 +14,6 @@ from muretai_cli.cli._out import (
     KeysOpt,
     chosen_identity,
     emit_json,
-    handles_errors,
     safe,
     say,
 )
@@ -28,7 +27,6 @@ PeerOpt = Annotated[str | None, typer.Option(
     show_default=False)]
 
 
-@handles_errors
 def doctor(
     as_: AsOpt = None,
     peer: PeerOpt = None,

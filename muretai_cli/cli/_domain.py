@@ -9,14 +9,13 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import AsOpt, KeysOpt, handles_errors, load_identity, note
+from muretai_cli.cli._out import AsOpt, KeysOpt, load_identity, note
 
 app = typer.Typer(help="Domain linkage: say which domain your DID speaks for.",
                   no_args_is_help=True)
 
 
 @app.command("link")
-@handles_errors
 def link(
     domain: Annotated[str, typer.Option("--domain", help="The bare domain (host[:port]).")],
     as_: AsOpt = None,

@@ -19,7 +19,6 @@ from muretai_cli.cli._out import (
     KeysOpt,
     emit_json,
     emit_json_line,
-    handles_errors,
     load_identity,
     note,
     safe,
@@ -34,14 +33,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from muretai_cli.home import Identity
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.urls import BaseUrl
 
-def open_store(ident: Identity, db: str | None = None, *, durable: bool = False) -> DoorStore:
+def open_store(ident: Identity, db: str | None = None, *, durable: bool = False) -> IdentityStore:
     """The identity's door store: its SQLite file, or ``db`` (``--db`` / ``MURETAI_DB``)."""
-    from muretai_cli.inbox.store import open_door_store
+    from muretai_cli.inbox.store import open_identity_store
 
-    return open_door_store(ident.did, db, durable=durable, fix=fix_command(ident.name, db))
+    return open_identity_store(ident.did, db, durable=durable, fix=fix_command(ident.name, db))
 
 
 def _op_identity(ctx: typer.Context) -> Identity:
@@ -88,7 +87,6 @@ def register_contact(contact_app: typer.Typer) -> None:
     contact_app.command("revoke")(revoke)
 
 
-@handles_errors
 def serve(
     url: Annotated[str, typer.Option("--url", help="The base URL visitors dial (https, or "
                                                    "http on loopback); may carry a path.")],
@@ -141,6 +139,15 @@ def serve(
     on_message_timeout: Annotated[str, typer.Option(
         "--on-message-timeout", metavar="DURATION",
         help="How long CMD may take: 5, 1.5s, 1m.")] = "5s",
+    prefer: Annotated[list[str] | None, typer.Option(
+        "--prefer", metavar="KIND[:WHEN]", show_default=False,
+        help="The site's order of its ways in, published as agentEntry.prefer (repeat, in "
+             "order): page, card or mcp, optionally :person, :alone, :key, :no-key, :token "
+             "or :browser.")] = None,
+    skill: Annotated[list[Path] | None, typer.Option(
+        "--skill", metavar="FILE", show_default=False,
+        help="Add the A2A skills in FILE (one skill object or an array) to the card "
+             "(repeatable).")] = None,
     db: DbOpt = None,
     keys: KeysOpt = None,
     json_out: Annotated[bool, typer.Option(
@@ -163,9 +170,11 @@ def serve(
     if base.text != url:
         note(f"serving as {base.text} (the canonical form of {safe(url)})")
     from muretai_cli.door.core import DoorConfig
+    from muretai_cli.door.publish import load_skills, parse_prefer
 
     # Checked before the identity is loaded or anything is opened: a bad setting is exit 2.
-    checked = DoorConfig(name="door", url=base,
+    checked = DoorConfig(name="door", url=base, prefer=parse_prefer(prefer or []),
+                         skills=load_skills(skill or []),
                          policy=dm_policy or "quarantine",  # type: ignore[arg-type]
                          rate_per_sender=rate_per_sender, rate_total=rate_total,
                          slow_seconds=slow_seconds, max_connections=max_connections,
@@ -289,7 +298,6 @@ def arrivals(json_out: bool) -> Callable[[dict[str, Any]], None]:
     return told
 
 
-@handles_errors
 def issue(
     ctx: typer.Context,
     uses: Annotated[int, typer.Option("--uses", help="How many senders may redeem it.")],
@@ -321,7 +329,6 @@ def issue(
         note(f"grant {grant['id']}: {uses} use(s), expires in {expires}")
 
 
-@handles_errors
 def grants(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """List this door's grants with uses left."""
     ident = _op_identity(ctx)
@@ -342,7 +349,6 @@ def grants(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         note("no grants yet: `muretai contact issue --as NAME --uses N`")
 
 
-@handles_errors
 def revoke(
     ctx: typer.Context,
     grant_id: Annotated[str, typer.Argument(metavar="ID", help="The grant's id.")],

@@ -12,7 +12,6 @@ from muretai_cli.cli._out import (
     JsonOpt,
     emit_json,
     error_result,
-    handles_errors,
     iter_documents,
     note,
     read_input,
@@ -116,7 +115,6 @@ def closing_note(codes: list[int], exit_code: int) -> str:
 
 
 @app.command("check")
-@handles_errors
 def check(
     files: Annotated[list[str], typer.Argument(help="Tool results (JSON), or - for JSON Lines "
                                                "on stdin.")],

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, note, read_input, say
+from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, note, read_input, say
 
 if TYPE_CHECKING:
     from muretai_cli.home import KeyStore
@@ -22,7 +22,6 @@ def _store(keys: Path | None) -> KeyStore:
 
 
 @app.command("new")
-@handles_errors
 def new(
     name: Annotated[str, typer.Argument(help="Identity name: [A-Za-z0-9._-]{1,64}.")],
     seed_file: Annotated[str | None, typer.Option(
@@ -55,7 +54,6 @@ def new(
 
 
 @app.command("list")
-@handles_errors
 def list_(keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
     """List identities in the keys folder."""
     from muretai_cli.errors import InputError, MuretaiError
@@ -88,7 +86,6 @@ def list_(keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
 
 
 @app.command("show")
-@handles_errors
 def show(
     name: str,
     doc: Annotated[bool, typer.Option("--doc", help="Also print the DID document.")] = False,
@@ -147,7 +144,6 @@ def _confirmed(question: str) -> bool:
 
 
 @app.command("rm")
-@handles_errors
 def rm(
     name: str,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
@@ -176,7 +172,6 @@ def _relay_url(url: str) -> str:
 
 
 @app.command("relay")
-@handles_errors
 def relay(
     name: str,
     url: Annotated[str, typer.Argument(help="The relay's URL (https, or http on loopback).")],

@@ -15,7 +15,6 @@ from muretai_cli.cli._out import (
     JsonOpt,
     KeysOpt,
     emit_json,
-    handles_errors,
     load_identity,
     note,
     safe,
@@ -63,7 +62,6 @@ def _describe(invite: Invite) -> str:
 
 
 @app.command("create")
-@handles_errors
 def create(
     as_: AsOpt = None,
     ttl: Annotated[str, typer.Option("--ttl", help="How long it stays valid (7d, 12h, …).")
@@ -117,7 +115,6 @@ def create(
 
 
 @app.command("list")
-@handles_errors
 def list_(as_: AsOpt = None, all_: Annotated[bool, typer.Option(
         "--all", help="Also those expired, used up or revoked.")] = False,
           db: DbOpt = None, keys: KeysOpt = None, json_out: JsonOpt = False) -> None:
@@ -143,7 +140,6 @@ def list_(as_: AsOpt = None, all_: Annotated[bool, typer.Option(
 
 
 @app.command("revoke")
-@handles_errors
 def revoke(nonce: Annotated[str, typer.Argument(help="The invite's nonce.")],
            as_: AsOpt = None, db: DbOpt = None, keys: KeysOpt = None,
            json_out: JsonOpt = False) -> None:
@@ -163,7 +159,6 @@ def revoke(nonce: Annotated[str, typer.Argument(help="The invite's nonce.")],
 
 
 @app.command("contacts")
-@handles_errors
 def contacts(as_: AsOpt = None, db: DbOpt = None, keys: KeysOpt = None,
              json_out: JsonOpt = False) -> None:
     """Who you met through invites (either way): DID, the name they gave, their addresses."""
@@ -186,7 +181,6 @@ def contacts(as_: AsOpt = None, db: DbOpt = None, keys: KeysOpt = None,
 
 
 @app.command("verify")
-@handles_errors
 def verify(invite: InviteArg, now: NowOpt = None, json_out: JsonOpt = False) -> None:
     """Check an invite offline: the signature under the DID it names, and its expiry."""
     from muretai_cli.artifacts.invite import verify_invite
@@ -200,7 +194,6 @@ def verify(invite: InviteArg, now: NowOpt = None, json_out: JsonOpt = False) -> 
     say(f"ok    invite from {_describe(got)}, expires {got.card.get('exp')}")
 
 
-@handles_errors
 def join(
     invite: InviteArg,
     as_: AsOpt = None,
@@ -307,9 +300,9 @@ def _join_by_relay(key: SigningKey, got: Invite, claim: dict[str, Any], message:
     if message:
         ident_store = None
         try:
-            from muretai_cli.inbox.store import open_door_store
+            from muretai_cli.inbox.store import open_identity_store
 
-            ident_store = open_door_store(key.did, db)
+            ident_store = open_identity_store(key.did, db)
             sender = Sender(key, ident_store, ConnectionStore(key.did), client_for, now,
                             my_relay=my_relay, timeout=parse_seconds(timeout),
                             max_bytes=max_bytes)

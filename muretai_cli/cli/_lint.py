@@ -21,7 +21,6 @@ from muretai_cli.cli._out import (
     JsonList,
     JsonOpt,
     emit_json,
-    handles_errors,
     note,
     open_input,
     read_input,
@@ -167,7 +166,6 @@ def _print_levels(levels: LevelReport) -> None:
 
 
 @app.command("lint")
-@handles_errors
 def lint(
     sources: Annotated[list[str], typer.Argument(metavar="FILE|-", show_default=False, help=(
         "Files (as pre-commit passes them), each one tool result, a JSON array of them, or "

@@ -13,7 +13,6 @@ import typer
 from muretai_cli.cli._out import (
     JsonOpt,
     emit_json,
-    handles_errors,
     json_text,
     note,
     safe,
@@ -54,7 +53,6 @@ def _wait_seconds(wait: bool, extra: list[str]) -> int:
     return seconds
 
 
-@handles_errors
 def turn_check(
     ctx: typer.Context,
     wait: Annotated[bool, typer.Option("--wait", help="Wait for a message if none is "
@@ -185,7 +183,7 @@ def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
         note("no new messages")
     if problem is not None:
         if json_out:  # the one document is printed; the diagnosis goes to stderr
-            note(f"error: {problem.diagnostics()}")
+            note(f"error: {safe(problem.diagnostics(), multiline=True)}")  # the relay's words
             raise typer.Exit(problem.exit_code)
         raise problem
 
@@ -240,7 +238,6 @@ def event_lines(event: dict[str, Any]) -> list[str]:
     return lines
 
 
-@handles_errors
 def policy(
     ctx: typer.Context,
     value: Annotated[str | None, typer.Argument(
@@ -272,7 +269,6 @@ def policy(
         say(current)
 
 
-@handles_errors
 def connections(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Peers and how each is reached (door URL or relay), with the last message either way."""
     from muretai_cli.cli._op import op_identity

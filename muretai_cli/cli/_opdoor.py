@@ -15,7 +15,6 @@ from muretai_cli.cli._out import (
     JsonOpt,
     did_option,
     emit_json,
-    handles_errors,
     note,
     safe,
     say,
@@ -24,7 +23,7 @@ from muretai_cli.cli._out import (
 from muretai_cli.cli._visitout import quoted
 
 if TYPE_CHECKING:
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
 
 # A row whose stored text is not UTF-8 (a damaged file): shown, with U+FFFD where it breaks.
 DAMAGED = "DAMAGED (not valid UTF-8 on disk)"
@@ -33,7 +32,7 @@ requests_app = typer.Typer(help="Held first contacts: list, approve, reject.",
 senders_app = typer.Typer(help="Allow and block lists.", invoke_without_command=True)
 
 
-def op_store(ctx: typer.Context) -> DoorStore:
+def op_store(ctx: typer.Context) -> IdentityStore:
     """The store of the identity named by ``op --as`` (its ``--db``, if given)."""
     from muretai_cli.cli._door import open_store
     from muretai_cli.cli._op import op_db, op_identity
@@ -48,7 +47,6 @@ def register(op_app: typer.Typer) -> None:
     op_app.add_typer(senders_app, name="senders")
 
 
-@handles_errors
 def inbox(
     ctx: typer.Context,
     peer: Annotated[str | None, typer.Option("--peer", help="Only the conversations with "
@@ -124,7 +122,6 @@ def _requests(ctx: typer.Context) -> None:
 
 
 @requests_app.command("list")
-@handles_errors
 def requests_list(
     ctx: typer.Context,
     all_: Annotated[bool, typer.Option("--all", help="Decided ones too.")] = False,
@@ -145,7 +142,6 @@ def requests_list(
 
 
 @requests_app.command("approve")
-@handles_errors
 def requests_approve(
     ctx: typer.Context,
     request_id: Annotated[str, typer.Argument(metavar="ID")],
@@ -164,7 +160,6 @@ def requests_approve(
 
 
 @requests_app.command("reject")
-@handles_errors
 def requests_reject(
     ctx: typer.Context,
     request_id: Annotated[str, typer.Argument(metavar="ID")],
@@ -190,7 +185,6 @@ def _senders(ctx: typer.Context) -> None:
 
 
 @senders_app.command("list")
-@handles_errors
 def senders_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Senders with a standing: allowed, blocked, approved, rejected."""
     store = op_store(ctx)
@@ -221,7 +215,6 @@ def _set(ctx: typer.Context, did: str, status: Any, json_out: bool, verb: str) -
 
 
 @senders_app.command("allow")
-@handles_errors
 def senders_allow(ctx: typer.Context, did: Annotated[str, typer.Argument(metavar="DID")],
                   json_out: JsonOpt = False) -> None:
     """Let this sender skip quarantine (and a closed door's introduction)."""
@@ -229,7 +222,6 @@ def senders_allow(ctx: typer.Context, did: Annotated[str, typer.Argument(metavar
 
 
 @senders_app.command("block")
-@handles_errors
 def senders_block(ctx: typer.Context, did: Annotated[str, typer.Argument(metavar="DID")],
                   json_out: JsonOpt = False) -> None:
     """Refuse this sender outright (-32010), whatever grant it holds."""
@@ -237,7 +229,6 @@ def senders_block(ctx: typer.Context, did: Annotated[str, typer.Argument(metavar
 
 
 @senders_app.command("unblock")
-@handles_errors
 def senders_unblock(ctx: typer.Context, did: Annotated[str, typer.Argument(metavar="DID")],
                     json_out: JsonOpt = False) -> None:
     """Remove this sender from the lists."""

@@ -11,7 +11,6 @@ from muretai_cli.cli._out import (
     JsonOpt,
     did_option,
     emit_json,
-    handles_errors,
     note,
     read_input,
     safe,
@@ -122,7 +121,6 @@ def _with_refusal_details(json_out: bool, run: Callable[[], None]) -> None:
         raise
 
 
-@handles_errors
 def dm(
     ctx: typer.Context,
     did: Annotated[str, typer.Argument(help="The peer's DID.")],
@@ -239,7 +237,6 @@ _register_list()
 
 
 @handoff_app.command("follow")
-@handles_errors
 def follow(
     ctx: typer.Context,
     file: Annotated[str, typer.Argument(help="The tool result (JSON), or - for stdin.")],

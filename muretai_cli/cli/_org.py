@@ -11,7 +11,6 @@ from muretai_cli.cli._out import (
     JsonOpt,
     KeysOpt,
     emit_json,
-    handles_errors,
     load_identity,
     note,
     safe,
@@ -28,7 +27,6 @@ def _org_did(did: str, name: str = "DID") -> str:
 
 
 @app.command("trust")
-@handles_errors
 def trust(
     did: Annotated[str, typer.Argument(help="The org's DID.")],
     name: Annotated[str, typer.Option("--name", help="The name you know this org by.")],
@@ -47,7 +45,6 @@ def trust(
 
 
 @app.command("list")
-@handles_errors
 def list_(json_out: JsonOpt = False) -> None:
     """List trusted org DIDs."""
     from muretai_cli.home import TrustList
@@ -64,7 +61,6 @@ def list_(json_out: JsonOpt = False) -> None:
 
 
 @app.command("untrust")
-@handles_errors
 def untrust(
     did: Annotated[str, typer.Argument(help="The org DID to remove.")],
     json_out: JsonOpt = False,
@@ -83,7 +79,6 @@ def untrust(
 
 
 @app.command("attest")
-@handles_errors
 def attest(
     member: Annotated[str, typer.Option("--member", help="The member agent's DID.")],
     name: Annotated[str, typer.Option("--name", help="The org's name, as it will be claimed.")],

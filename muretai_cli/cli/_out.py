@@ -6,14 +6,13 @@ a peer passes through ``safe()`` before it reaches a terminal.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
@@ -21,13 +20,12 @@ from muretai_cli.errors import InputError, MuretaiError
 
 if TYPE_CHECKING:
     from muretai_cli.home import Identity
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.verdict import Verdict
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (first key: ok).")]
+# Eager, so a callback of another option (a DID resolved as it is parsed) knows the format.
+JsonOpt = Annotated[bool, typer.Option("--json", is_eager=True,
+                                       help="Print one JSON document (first key: ok).")]
 KeysOpt = Annotated[Path | None, typer.Option(
     "--keys", envvar="MURETAI_KEYS", help="Keys folder (default $MURETAI_HOME/keys).",
     show_default=False)]
@@ -216,19 +214,6 @@ def fail(exc: MuretaiError, json_out: bool) -> typer.Exit:
     return typer.Exit(exc.exit_code)
 
 
-def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Catch ``MuretaiError`` once per command and exit with its code (``--json`` honoured)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except MuretaiError as exc:
-            raise fail(exc, bool(kwargs.get("json_out"))) from None
-
-    return wrapper
-
-
 def open_input(name: str) -> BinaryIO:
     """A binary stream for a file, or stdin for ``-``; ``InputError`` naming why not."""
     if name == "-":
@@ -372,7 +357,7 @@ def _judged(label: str, raw: bytes | InputError, check: Callable[[object], Verdi
 
 
 def did_option(value: str, name: str, *, keys: Path | None = None,
-               store: DoorStore | None = None) -> str:
+               store: IdentityStore | None = None) -> str:
     """A DID the user typed, or a name for one: one of your identities (in ``keys``), an
     org on your trust list, or (given the acting identity's ``store``) a contact you met
     through an invite, resolved and said on stderr. A malformed DID or an unknown name is a
@@ -390,7 +375,7 @@ def did_option(value: str, name: str, *, keys: Path | None = None,
     return value
 
 
-def _did_named(value: str, name: str, keys: Path | None, store: DoorStore | None) -> str:
+def _did_named(value: str, name: str, keys: Path | None, store: IdentityStore | None) -> str:
     from muretai_cli.home import dids_named, keys_dir
 
     found = dids_named(value, keys_dir(keys))
@@ -414,3 +399,20 @@ def _did_named(value: str, name: str, keys: Path | None, store: DoorStore | None
     did, what = found[0]
     note(f"{name} {shown} = {did} ({safe(what, limit=120)})")
     return did
+
+
+def did_opt(flag: str, help: str) -> Any:
+    """A ``typer.Option`` whose value reaches the command already resolved by
+    ``did_option``: the command gets the DID, never the name, so it cannot check the name."""
+    return typer.Option(flag, help=f"{help} A did:key or a name for one.",
+                        metavar="DID|NAME", callback=_resolved_did)
+
+
+def _resolved_did(ctx: typer.Context, param: typer.CallbackParam,
+                  value: str | None) -> str | None:
+    if value is None or ctx.resilient_parsing:
+        return value
+    try:
+        return did_option(value, param.opts[0])
+    except MuretaiError as exc:  # parsed before the command runs: rendered here
+        raise fail(exc, bool(ctx.params.get("json_out"))) from None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import handles_errors, note, safe
+from muretai_cli.cli._out import note, safe
 from muretai_cli.errors import InputError
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 
@@ -21,7 +21,6 @@ app = typer.Typer(no_args_is_help=True, help="Run a blind relay: sealed DMs for 
 
 
 @app.command("serve")
-@handles_errors
 def serve(
     url: Annotated[str, typer.Option("--url", help="The relay's public URL (https, or http on "
                                                    "loopback); routes hang off its path and "

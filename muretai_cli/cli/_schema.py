@@ -7,13 +7,12 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, emit_json, handles_errors, say
+from muretai_cli.cli._out import JsonOpt, emit_json, say
 
 app = typer.Typer(no_args_is_help=True, help="JSON Schemas for the artifacts a CI validates.")
 
 
 @app.command("list")
-@handles_errors
 def list_(json_out: JsonOpt = False) -> None:
     """List the schemas, one name and title a line."""
     from muretai_cli.schemas import load, names
@@ -27,7 +26,6 @@ def list_(json_out: JsonOpt = False) -> None:
 
 
 @app.command("show")
-@handles_errors
 def show(
     name: Annotated[str, typer.Argument(help="A name from `muretai schema list`.")],
     json_out: Annotated[bool, typer.Option(

@@ -15,7 +15,6 @@ from muretai_cli.cli._out import (
     AsOpt,
     KeysOpt,
     did_option,
-    handles_errors,
     load_identity,
     read_input,
 )
@@ -40,7 +39,6 @@ def _print(doc: object) -> None:
 
 
 @app.command("message")
-@handles_errors
 def message(
     text: Annotated[str, typer.Argument(help="The text, or - to read it from stdin.")],
     to: Annotated[str, typer.Option("--to", help="The recipient's DID.")],
@@ -67,7 +65,6 @@ def message(
 
 
 @app.command("card")
-@handles_errors
 def card(
     card_file: Annotated[str, typer.Argument(help="The card JSON (a file, or -).")],
     as_: AsOpt = None,

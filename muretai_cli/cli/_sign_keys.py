@@ -17,7 +17,6 @@ from muretai_cli.cli._out import (
     AsOpt,
     KeysOpt,
     did_option,
-    handles_errors,
     load_identity,
     note,
     own_identity,
@@ -50,7 +49,6 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
     """Add the key-record sign commands to the ``sign`` group; ``emit`` prints the artifact."""
 
     @app.command("keystate")
-    @handles_errors
     def sign_keystate(
         op: Annotated[str, typer.Option("--op", help="The operational identity (a name, or "
                                         "its did:key) the root delegates to.")],
@@ -92,7 +90,6 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
         emit(record)
 
     @app.command("owner-state")
-    @handles_errors
     def sign_owner_state(
         revoke: Annotated[list[str], typer.Option(
             "--revoke", help="A device DID (or a name for one) to disown; repeat the option "
@@ -122,7 +119,6 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
         emit(record)
 
     @app.command("binding")
-    @handles_errors
     def sign_binding(
         device: Annotated[str, typer.Option("--device", help="The device identity, one of "
                                             "yours (a name or its DID): it countersigns.")],

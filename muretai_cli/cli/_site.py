@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from muretai_cli.cli._formats import CiCase, FormatOpt, check_format, emit_ci
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, handles_errors, safe, say
+from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, safe, say
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
@@ -52,7 +52,6 @@ def _print(report: SiteReport) -> None:
 
 
 @app.command("check")
-@handles_errors
 def check(
     url: Annotated[str, typer.Argument(help="The site: a base URL (https://host[/path]) or its "
                                             "card URL.")],

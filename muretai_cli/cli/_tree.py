@@ -141,13 +141,43 @@ def tidy(command: Any) -> None:
         return params
 
     command.get_params = get_params
-    for sub in getattr(command, "commands", {}).values():
+    subs = getattr(command, "commands", None)
+    if subs is None:
+        _note_json(command)
+    for sub in (subs or {}).values():
         tidy(sub)
 
 
+JSON_META = "muretai.json"  # ctx.meta key: whether the command being run was given --json
+
+
+def _note_json(command: Any) -> None:
+    """Let the root know, should the command fail, whether it was asked for ``--json``."""
+    invoke_of = command.invoke
+
+    def invoke(ctx: Any) -> Any:
+        ctx.meta[JSON_META] = bool(ctx.params.get("json_out"))
+        return invoke_of(ctx)
+
+    command.invoke = invoke
+
+
 class RootGroup(TyperGroup):
-    """The root: once typer has built the tree, make every command's help read well."""
+    """The root: once typer has built the tree, make every command's help read well; and
+    the one place the error family is caught. A ``MuretaiError`` from any command (or a
+    group's callback) is rendered (one JSON document under ``--json``, else a line on
+    stderr) and ends the run with its exit code."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         tidy(self)
+
+    def invoke(self, ctx: Any) -> Any:
+        from muretai_cli.errors import MuretaiError
+
+        try:
+            return super().invoke(ctx)
+        except MuretaiError as exc:
+            from muretai_cli.cli._out import fail
+
+            raise fail(exc, bool(ctx.meta.get(JSON_META))) from None

@@ -17,8 +17,7 @@ from muretai_cli.cli._out import (
     FilesArg,
     JsonOpt,
     NowOpt,
-    did_option,
-    handles_errors,
+    did_opt,
     verify_batch,
 )
 
@@ -27,10 +26,9 @@ app = typer.Typer(help="Verify signed artifacts offline (messages, cards, grants
 
 
 @app.command("message")
-@handles_errors
 def message(
     files: FilesArg,
-    to: Annotated[str, typer.Option("--to", help="Your DID: the recipient you expect.")],
+    to: Annotated[str, did_opt("--to", "Your DID: the recipient you expect.")],
     now: NowOpt = None,
     window: Annotated[int | None, typer.Option(
         "--window", min=0, show_default=False,
@@ -43,7 +41,6 @@ def message(
     from muretai_cli.seam import MESSAGE_WINDOW
 
     span = MESSAGE_WINDOW if window is None else window
-    to = did_option(to, "--to")
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,
                  lambda doc: check_message(doc, to_did=to, now=when, window=span),
@@ -51,10 +48,9 @@ def message(
 
 
 @app.command("card")
-@handles_errors
 def card(
     files: FilesArg,
-    did: Annotated[str, typer.Option("--did", help="The DID the card must name.")],
+    did: Annotated[str, did_opt("--did", "The DID the card must name.")],
     origin: Annotated[str | None, typer.Option(
         "--origin", help="The base URL the card must name (its url).")] = None,
     now: NowOpt = None,
@@ -65,7 +61,6 @@ def card(
     from muretai_cli.offline import check_card_envelope
     from muretai_cli.urls import base_from_any
 
-    did = did_option(did, "--did")
     base = base_from_any(origin, require_https=False) if origin else None
     when = int(time.time()) if now is None else now
     verify_batch(files, json_out,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from muretai_cli.cli._formats import FormatOpt
-from muretai_cli.cli._out import FilesArg, JsonOpt, NowOpt, handles_errors, verify_batch
+from muretai_cli.cli._out import FilesArg, JsonOpt, NowOpt, did_opt, verify_batch
 
 
 def _grant_summary(item: dict[str, Any]) -> str:
@@ -28,10 +28,9 @@ def register(app: typer.Typer) -> None:
     """Add the artifact verify commands to the ``verify`` group."""
 
     @app.command("grant")
-    @handles_errors
     def verify_grant(
         files: FilesArg,
-        for_: Annotated[str, typer.Option("--for", help="The door DID the grant must name.")],
+        for_: Annotated[str, did_opt("--for", "The door DID the grant must name.")],
         now: NowOpt = None,
         fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
@@ -50,11 +49,9 @@ def register(app: typer.Typer) -> None:
         verify_batch(files, json_out, check, _grant_summary, fmt=fmt)
 
     @app.command("org")
-    @handles_errors
     def verify_org(
         files: FilesArg,
-        agent: Annotated[str, typer.Option("--agent", help="The agent DID the membership "
-                                           "must name.")],
+        agent: Annotated[str, did_opt("--agent", "The agent DID the membership must name.")],
         now: NowOpt = None,
         fmt: FormatOpt = "text",
         json_out: JsonOpt = False,

@@ -17,8 +17,7 @@ from muretai_cli.cli._out import (
     FilesArg,
     JsonOpt,
     NowOpt,
-    did_option,
-    handles_errors,
+    did_opt,
     read_input,
     verify_batch,
 )
@@ -38,11 +37,9 @@ def register(app: typer.Typer) -> None:
     """Add the key-record verify commands to the ``verify`` group."""
 
     @app.command("keystate")
-    @handles_errors
     def verify_keystate(
         files: FilesArg,
-        root: Annotated[str, typer.Option("--root", help="The root DID the KeyState must be "
-                                          "for.")],
+        root: Annotated[str, did_opt("--root", "The root DID the KeyState must be for.")],
         pinned: Annotated[str | None, typer.Option(
             "--pinned", help="A KeyState kept from earlier (default: the pin store's).",
             show_default=False)] = None,
@@ -70,7 +67,6 @@ def register(app: typer.Typer) -> None:
         from muretai_cli.seam import parse_document
         from muretai_cli.verdict import Reason, Verdict, warning
 
-        did_option(root, "--root")
         clock = int(time.time()) if now is None else now
         store = KeyStatePins()
         held: object = parse_document(read_input(pinned)) if pinned is not None else store.get(root)
@@ -112,10 +108,9 @@ def register(app: typer.Typer) -> None:
         verify_batch(files, json_out, check, _keystate_summary, fmt=fmt)
 
     @app.command("owner-state")
-    @handles_errors
     def verify_owner_state(
         files: FilesArg,
-        root: Annotated[str, typer.Option("--root", help="The owner DID it must be for.")],
+        root: Annotated[str, did_opt("--root", "The owner DID it must be for.")],
         fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
     ) -> None:
@@ -125,8 +120,6 @@ def register(app: typer.Typer) -> None:
         """
         from muretai_cli.artifacts.ownerstate import MAX_REVOKED_DEVICES, verify_owner_state
         from muretai_cli.verdict import Verdict, warning
-
-        did_option(root, "--root")
 
         def check(doc: object) -> Verdict:
             state = verify_owner_state(doc, root_did=root)
@@ -142,11 +135,10 @@ def register(app: typer.Typer) -> None:
             f"{len(item.get('revoked') or [])} device(s) disowned"), fmt=fmt)
 
     @app.command("binding")
-    @handles_errors
     def verify_binding(
         files: FilesArg,
-        device: Annotated[str, typer.Option("--device", help="The device DID you expect "
-                                            "(the binding must be about it).")],
+        device: Annotated[str, did_opt("--device", "The device DID you expect (the binding "
+                                       "must be about it).")],
         now: NowOpt = None,
         fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
@@ -155,7 +147,6 @@ def register(app: typer.Typer) -> None:
         from muretai_cli.artifacts.binding import verify_binding
         from muretai_cli.verdict import Verdict
 
-        did_option(device, "--device")
         clock = int(time.time()) if now is None else now
 
         def check(doc: object) -> Verdict:

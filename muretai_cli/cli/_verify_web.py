@@ -12,8 +12,7 @@ from muretai_cli.cli._out import (
     FilesArg,
     JsonOpt,
     NowOpt,
-    did_option,
-    handles_errors,
+    did_opt,
     read_input,
     verify_batch,
 )
@@ -27,12 +26,11 @@ def register(app: typer.Typer) -> None:
     """Add the web-identity verify commands to the ``verify`` group."""
 
     @app.command("domain-linkage")
-    @handles_errors
     def verify_domain_linkage(
         files: FilesArg,
         domain: Annotated[str, typer.Option("--domain", help="The domain it must name "
                                             "(host[:port]; ports count).")],
-        did: Annotated[str, typer.Option("--did", help="The DID that must have signed it.")],
+        did: Annotated[str, did_opt("--did", "The DID that must have signed it.")],
         now: NowOpt = None,
         fmt: FormatOpt = "text",
         json_out: JsonOpt = False,
@@ -42,7 +40,6 @@ def register(app: typer.Typer) -> None:
         from muretai_cli.seam import verify_domain_linkage as verify_one
         from muretai_cli.verdict import Verdict
 
-        did = did_option(did, "--did")
         clock = int(time.time()) if now is None else now
 
         def check(doc: object) -> Verdict:
@@ -53,7 +50,6 @@ def register(app: typer.Typer) -> None:
         verify_batch(files, json_out, check, _link_summary, fmt=fmt)
 
     @app.command("request")
-    @handles_errors
     def verify_request(
         files: FilesArg,
         authority: Annotated[str, typer.Option("--authority", help="Where the request was "

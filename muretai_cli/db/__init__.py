@@ -4,9 +4,13 @@
     ├── SqliteDatabase     one file per store (the default; unchanged files)
     └── PostgresDatabase   a schema per store in a PostgreSQL database, reached by a pool
     Schema / upgrade / require   versioned schemas (``muretai db init|upgrade``)
-    DatabaseUnavailable    the database is down: nothing committed; servers answer 503
-    └── DatabaseFull       its disk is full (``disk-full``, never "move it aside")
+    DatabaseUnavailable    the database is down or its storage refused a write
+                           (``storage-unavailable``: EIO, EFBIG, a quota): nothing
+                           committed; servers answer 503 with Retry-After, commands exit 3
+    ├── DatabaseFull       its disk is full (``disk-full``, never "move it aside")
+    └── StoreDamaged       a table of its schema is missing (``bad-database``, exit 2)
     Conflict               a unique key refused a write; the transaction rolled back
+    Unstorable             a value the engine cannot hold (a NUL in PostgreSQL text), exit 2
     Batcher                group commit: an event loop's requests run together on a thread
 
 No ORM: stores write portable SQL (``?`` placeholders, ``INSERT ... ON CONFLICT``,
@@ -28,8 +32,10 @@ from muretai_cli.db._core import (
     Result,
     Row,
     SchemaMismatch,
+    StoreDamaged,
     Tx,
     Undecodable,
+    Unstorable,
     damaged,
     json_rows,
     lock_key,
@@ -51,8 +57,10 @@ __all__ = [
     "Row",
     "Schema",
     "SchemaMismatch",
+    "StoreDamaged",
     "Tx",
     "Undecodable",
+    "Unstorable",
     "damaged",
     "is_postgres_url",
     "json_rows",

@@ -3,7 +3,14 @@
 A store writes portable SQL with ``?`` placeholders and runs it inside ``transaction()``;
 the backend translates placeholders, opens the transaction its engine needs for the same
 guarantee, commits, or rolls back on any exception. Errors of the engine reach the store as
-the two errors below, never as ``sqlite3`` or ``psycopg`` types.
+the errors below, never as ``sqlite3`` or ``psycopg`` types:
+
+    DatabaseUnavailable   (a StorageUnavailable) nothing committed; servers answer 503, exit 3
+    ├── DatabaseFull      its disk is full: ``disk-full``
+    ├── (storage-unavailable) a write the storage refused: EIO, a file-size limit, a quota
+    └── StoreDamaged      a table or column of the schema is missing: ``bad-database``, exit 2
+    Conflict              a unique key refused a write; the transaction rolled back
+    Unstorable            a value the engine cannot hold (a NUL in PostgreSQL text), exit 2
 """
 
 from __future__ import annotations
@@ -18,20 +25,46 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from muretai_cli.errors import DiskFull, InputError, MuretaiError
+from muretai_cli.errors import (
+    DiskFull,
+    InputError,
+    MuretaiError,
+    StorageUnavailable,
+    storage_unavailable,
+)
 
 Dialect = Literal["sqlite", "postgresql"]
 Params = Sequence[Any]
 Row = tuple[Any, ...]
 
 
-class DatabaseUnavailable(MuretaiError):
+class DatabaseUnavailable(StorageUnavailable):
     """The database cannot be reached or answered with a failure: nothing was committed.
 
     A server answers HTTP 503 and retries on the next request; a command exits 3.
     """
 
     exit_code = 3
+
+
+def storage_failed(where: object, why: str) -> DatabaseUnavailable:
+    """A write the database's storage refused (EIO, EFBIG, a quota, a read-only file): not
+    the file's fault, so ``storage-unavailable`` (503, exit 3), never ``bad-database``."""
+    said = storage_unavailable(where, why)
+    return DatabaseUnavailable(said.code, said.detail, hint=said.hint)
+
+
+class StoreDamaged(DatabaseUnavailable):
+    """The database lacks a table or column its schema version promises (dropped or altered
+    by hand): the store cannot serve, nothing was committed. A server answers 503 and says
+    why in its log; a command exits 2 with the fix."""
+
+    exit_code = 2
+
+    def __init__(self, where: object, why: str) -> None:
+        super().__init__("bad-database", f"the database {where} is damaged: {why}",
+                         hint="restore it from a backup, or move it aside (a new one is "
+                              "started in its place)")
 
 
 class DatabaseFull(DatabaseUnavailable):
@@ -41,6 +74,15 @@ class DatabaseFull(DatabaseUnavailable):
     def __init__(self, where: object) -> None:
         full = DiskFull(where)
         super().__init__(full.code, full.detail, hint=full.hint)
+
+
+class Unstorable(InputError):
+    """A value the engine cannot hold (PostgreSQL text with a NUL byte): nothing was written.
+    The input's fault, so a server answers 400 and a command exits 2."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__("unstorable-value", f"the database cannot store this value: {why}",
+                         hint="send text without NUL (U+0000) characters")
 
 
 class Conflict(MuretaiError):
@@ -105,6 +147,9 @@ class Database(ABC):
 
     dialect: Dialect
     connections = 1  # how many threads may use this at once (a pool's size)
+    # Declared, not sniffed: the engine runs a whole batch as one statement over one JSON
+    # parameter (``json_to_recordset``, ``ROWS FROM ... WITH ORDINALITY``): PostgreSQL.
+    json_batches = False
 
     @abstractmethod
     def transaction(self, *, exclusive: bool = True) -> AbstractContextManager[Tx]: ...
@@ -164,6 +209,7 @@ class _InTransaction(Database):
 
     def __init__(self, outer: Database, tx: Tx) -> None:
         self.dialect = outer.dialect
+        self.json_batches = outer.json_batches
         self._outer = outer
         self._tx = tx
         self._depth = 0

@@ -8,6 +8,8 @@ across every process and machine, as ``BEGIN IMMEDIATE`` makes them on one SQLit
 A lost server, a refused connection or an empty pool is ``DatabaseUnavailable``: the
 transaction did not commit (or, if the connection broke during COMMIT, may have; a caller
 never reports success for it). The pool replaces broken connections in the background.
+A table or column gone from the schema is ``StoreDamaged``; a value PostgreSQL cannot hold
+(text with a NUL byte, which psycopg refuses before sending) is ``Unstorable``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from muretai_cli.db._core import (
     DatabaseUnavailable,
     Params,
     Result,
+    StoreDamaged,
     Tx,
+    Unstorable,
     lock_key,
     statements,
     to_format_style,
@@ -65,8 +69,7 @@ def redact(url: str) -> str:
 def _unavailable(exc: Exception) -> DatabaseUnavailable:
     if isinstance(exc, psycopg.errors.DiskFull):
         return DatabaseFull("the PostgreSQL server's data")
-    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return DatabaseUnavailable("database-unavailable", f"PostgreSQL: {detail}",
+    return DatabaseUnavailable("database-unavailable", f"PostgreSQL: {_first_line(exc)}",
                                hint="check that the database server is up and reachable")
 
 
@@ -76,16 +79,27 @@ _AWAY = (psycopg.OperationalError, psycopg.InterfaceError,
          psycopg.errors.IdleInTransactionSessionTimeout)
 
 
+_MISSING = (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 @contextmanager
-def _engine_errors() -> Iterator[None]:
+def _engine_errors(where: str = "PostgreSQL") -> Iterator[None]:
     """psycopg's errors as the layer's: a unique key's ``Conflict``, a lost server's
-    ``DatabaseUnavailable``."""
+    ``DatabaseUnavailable``, a dropped table's ``StoreDamaged``, a NUL's ``Unstorable``."""
     try:
         yield
     except psycopg.errors.IntegrityError as exc:
         raise Conflict("conflict", str(exc).strip()) from None
     except _AWAY as exc:
         raise _unavailable(exc) from None
+    except _MISSING as exc:
+        raise StoreDamaged(where, _first_line(exc)) from None
+    except psycopg.DataError as exc:
+        raise Unstorable(_first_line(exc)[:200]) from None
 
 
 def _result(cur: psycopg.Cursor[Any]) -> Result:
@@ -105,6 +119,7 @@ class _PgTx(Tx):
 
 class PostgresDatabase(Database):
     dialect = "postgresql"
+    json_batches = True
 
     def __init__(self, url: str, namespace: str, *, max_size: int = POOL_SIZE,
                  checkout_timeout: float = CHECKOUT_TIMEOUT) -> None:

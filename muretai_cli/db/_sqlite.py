@@ -6,7 +6,9 @@ keeps every committed transaction through a process crash; ``durable=True`` uses
 so a commit also survives power loss. Not thread-safe: one owner (an event loop or a command).
 
 What SQLite says goes through ``_failure``: a full disk is ``DatabaseFull`` (never "move it
-aside"), a path that cannot be opened names why, a damaged file says so. A text value that is
+aside"), a path that cannot be opened names why, a damaged file says so. A write its storage
+refuses (EIO, EFBIG, a quota) is ``storage-unavailable`` (503, exit 3) and a table or column
+gone from the file is ``StoreDamaged``: neither is the caller's path at fault. A text value that is
 not UTF-8 (a damaged row) does not make a whole read fail: the read is done again with such
 values as ``Undecodable`` (U+FFFD where bytes do not decode), which stores show as damaged.
 """
@@ -25,15 +27,22 @@ from muretai_cli.db._core import (
     DatabaseUnavailable,
     Params,
     Result,
+    StoreDamaged,
     Tx,
     Undecodable,
     statements,
+    storage_failed,
 )
 from muretai_cli.errors import InputError, MuretaiError
 from muretai_cli.home import ensure_private_dir
 
 BUSY_TIMEOUT = 10.0
 _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+# This says the storage refused (SQLite maps EIO, EFBIG and EDQUOT on a write to
+# SQLITE_IOERR_*; ENOSPC alone to SQLITE_FULL), not that the path is wrong. A permission
+# (CANTOPEN, READONLY, PERM) stays the path's: the owner fixes the mode, not the disk.
+_STORAGE = "SQLITE_IOERR"
+_MISSING = ("no such table", "no such column")
 
 
 def _tolerant_text(raw: bytes) -> str:
@@ -48,17 +57,24 @@ def _undecodable(exc: sqlite3.Error) -> bool:
 
 
 def _failure(exc: sqlite3.Error, path: Path) -> MuretaiError | None:
-    """What an engine error means for people, or None for a programming error (re-raised)."""
+    """What an engine error means for people, or None for a programming error (re-raised).
+
+    An I/O error is the storage's doing (503, exit 3), a missing table damage: neither says
+    the path is wrong, so neither gets the hint to fix the path."""
     name = getattr(exc, "sqlite_errorname", "")
     text = str(exc)
     if name == "SQLITE_FULL" or "disk is full" in text:
         return DatabaseFull(path)
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text or "busy" in text:
         return DatabaseUnavailable("database-busy", text)
+    if name.startswith(_STORAGE):
+        return _is_directory(path) if path.is_dir() else storage_failed(path, f"{text}, {name}")
+    if text.startswith(_MISSING):
+        return StoreDamaged(path, text)
     if name.startswith(_DAMAGED):
         return InputError("bad-database", f"{path} is not a usable database ({text})",
                           hint="move it aside; a new one is started in its place")
-    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_PERM",
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM",
                         "SQLITE_AUTH")):
         if path.is_dir():
             return _is_directory(path)

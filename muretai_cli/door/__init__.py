@@ -4,7 +4,11 @@ The ladder after transport, consent and the store live in ``inbox/``, shared wit
 relay drain.
 
     rate.py    per-sender and door-wide token buckets
-    core.py    Door: the card and its envelope, the ladder in order, signed replies
+    config.py     DoorConfig: how a door runs, valid on construction
+    core.py       Door: the ladder in order, consent, signed replies
+    card.py       the card and its signed envelope, the terms, the WBA key directory
+    executors.py  where store calls run: in place, or grouped (PostgreSQL group commits)
+    events.py     what the ``on_event`` hook is told of each arrival
     app.py     the starlette app: exact routes and the body cap (served by ``transport/``)
 
 Imports starlette/uvicorn/sqlite3 only from its submodules, so the CLI pays for them only in

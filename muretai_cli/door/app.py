@@ -2,7 +2,8 @@
 
 Routes hang off the ``--url`` path and are matched exactly, on the raw request-target:
 ``<path>/.well-known/agent-card.json`` (and ``agent.json``, the same bytes),
-``<path>/.well-known/agent-card.sig.json`` and ``POST <path>``. Everything else is 404
+``<path>/.well-known/agent-card.sig.json``, ``POST <path>`` and ``GET <path>`` (a short
+notice naming the card, with ``Link: <card>; rel="service-desc"``). Everything else is 404
 (a query string included); ``OPTIONS`` on an advertised address is 204 with its ``Allow``,
 another method there is 405.
 
@@ -41,7 +42,7 @@ _CORS = ((b"access-control-allow-origin", b"*"),
          (b"access-control-max-age", b"600"))
 _GET_ALLOW = b"GET, HEAD, OPTIONS"
 _INTERNAL = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}'
-_POST_ALLOW = b"POST, OPTIONS"
+_POST_ALLOW = b"GET, HEAD, POST, OPTIONS"  # the door's address: notice and door
 _WBA_HEADERS = frozenset((b"signature", b"signature-input", b"signature-agent"))
 
 
@@ -85,6 +86,10 @@ class DoorHTTP:
         if door.config.did_configuration is not None:
             self.cards[DID_CONFIGURATION_PATH.encode()] = "dlc"
         self.slow = door.config.slow_seconds
+        from muretai_cli.door.publish import notice
+
+        self.notice = notice(door.config.name, door.did, door.config.url.join(CARD_PATH),
+                             door.terms["endpoint"])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -133,6 +138,8 @@ class DoorHTTP:
             return
         if method == "POST":
             await self._post(scope, receive, send)
+        elif method in ("GET", "HEAD"):
+            await answer(send, 200, *self.notice, head=method == "HEAD")
         elif method == "OPTIONS":
             await answer(send, 204, b"", ((b"allow", _POST_ALLOW), *_CORS,
                                            (b"access-control-allow-methods", _POST_ALLOW)))

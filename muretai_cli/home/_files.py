@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from muretai_cli.errors import DiskFull, InputError, is_disk_full
+from muretai_cli.errors import InputError, write_failure
 
 
 def home_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -53,8 +53,9 @@ def ensure_private_dir(path: Path, *, gitignore: bool = True) -> Path:
     except FileExistsError:
         raise InputError("bad-folder", f"{path} exists and is not a folder") from None
     except OSError as exc:
-        if is_disk_full(exc):
-            raise DiskFull(path) from None
+        failure = write_failure(exc, path)
+        if failure is not None:
+            raise failure from None
         raise InputError("bad-folder", f"cannot create {path}: {exc.strerror}") from None
     return path
 
@@ -64,7 +65,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, overwrite: bool 
 
     Without ``overwrite`` an existing file is never replaced (the final step is a hard link,
     which fails if the name exists); with it, the final step is an atomic rename. A write
-    that fails leaves nothing behind: ``DiskFull`` when there is no space, else an
+    that fails leaves nothing behind: ``DiskFull`` when there is no space,
+    ``StorageUnavailable`` when the storage failed it (EIO, a size limit), else an
     ``InputError`` naming the file and why.
     """
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
@@ -87,8 +89,9 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, overwrite: bool 
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     except OSError as exc:
-        if is_disk_full(exc):
-            raise DiskFull(path) from None
+        failure = write_failure(exc, path)
+        if failure is not None:
+            raise failure from None
         raise InputError("unwritable", f"cannot write {path}: {exc.strerror}") from None
 
 

@@ -3,8 +3,9 @@ drain): the ladder after transport, consent, and the per-identity store.
 
     ladder.py   the rungs, cheapest first, each refusing with a JSON-RPC code
     consent.py  the owner's rules (policy, grants, holds, allow/block lists): admit or refuse
-    store.py    the per-identity database (grants, connections, inbox, held requests, lists,
-                replay)
+    store/      the identity store (``IdentityStore``): one module per table group (grants,
+                uses, rates, receipts and replay, decisions and requests, sent and
+                timeline, drained deposits) over one Database
 
 Imports sqlite3 only from its submodules, so the CLI pays for it only in the commands that
 use it.

@@ -16,7 +16,7 @@ from muretai_cli.artifacts.invite import Claim, accept_claim
 from muretai_cli.inbox.invites import Contact, InviteStore
 
 if TYPE_CHECKING:
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class Joined:
                 "notes": [{"code": n.code, "message": n.detail} for n in self.claim.notes]}
 
 
-def process_claim(obj: object, *, me: str, store: DoorStore, now: int,
+def process_claim(obj: object, *, me: str, store: IdentityStore, now: int,
                   rate: Callable[[str], None] | None = None) -> Joined:
     """Honour a claim for the identity ``me`` or raise ``Refused`` having changed nothing.
 

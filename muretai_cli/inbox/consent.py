@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from muretai_cli.inbox.ladder import RpcError
 
 if TYPE_CHECKING:
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
 
 Policy = Literal["open", "quarantine", "closed"]
 POLICIES: tuple[Policy, ...] = ("open", "quarantine", "closed")
 HELD_CODE = -32014  # a first contact held for the owner's approval
 
 
-def admit(store: DoorStore, policy: Policy, env: dict[str, Any], status: str | None, now: int,
+def admit(store: IdentityStore, policy: Policy, env: dict[str, Any], status: str | None, now: int,
           *, gate: Callable[[str], dict[str, Any]]) -> str:
     """Decide and commit: returns what was done, or raises the policy's refusal.
 
@@ -38,7 +38,7 @@ def consults_store(policy: Policy, status: str | None) -> bool:
     return policy != "open" and status not in ("allowed", "blocked", "rejected")
 
 
-def judge(store: DoorStore, policy: Policy, env: dict[str, Any], status: str | None, now: int,
+def judge(store: IdentityStore, policy: Policy, env: dict[str, Any], status: str | None, now: int,
           *, gate: Callable[[str], dict[str, Any]]) -> None:
     """The policy's verdict before the commit: returns when the message is to be accepted
     (``store.accept``, by the caller), raises the refusal otherwise, or holds the message

@@ -1,6 +1,6 @@
 """Invites an identity issued, and the contacts invites made, in the identity's own database.
 
-Tables of the identity's door store (``DoorStore``, whose schema creates them: version 5),
+Tables of the identity's door store (``IdentityStore``, whose schema creates them: version 5),
 on its SQLite file or PostgreSQL schema alike. All their SQL is here.
 
     invites   nonce, the signed card, uses, used, exp, created, revoked
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.errors import InputError
-from muretai_cli.inbox.store import Uses, spend_use
+from muretai_cli.inbox.store.uses import Uses, spend_use
 
 if TYPE_CHECKING:
     from muretai_cli.db import Database, Tx
@@ -90,7 +90,7 @@ class Contact:
 
 class InviteStore:
     """The invites, claims and contacts of one identity, on its door store's database
-    (``DoorStore.db``: its schema holds these tables)."""
+    (``IdentityStore.db``: its schema holds these tables)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db

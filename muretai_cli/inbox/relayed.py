@@ -19,7 +19,7 @@ from muretai_cli.inbox.ladder import RpcError
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.consent import Policy
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.seam import SigningKey
 
 MAX_AGE = 30 * 24 * 3600  # a relayed message may wait for days, not for ever
@@ -44,7 +44,7 @@ class NotForUs(Exception):
         self.detail = detail
 
 
-def proved_reply_to(store: DoorStore, me: str, fields: dict[str, Any],
+def proved_reply_to(store: IdentityStore, me: str, fields: dict[str, Any],
                     hint: str | None) -> str | None:
     """``replyTo`` kept only when the message's SIGNED fields prove it: its contextId is the
     one of my message ``hint`` to that sender, or its messageId is our door's derived one."""
@@ -70,7 +70,7 @@ class ClaimDeposit(Exception):
         self.params = params
 
 
-def _claim(store: DoorStore, key: SigningKey, params: dict[str, Any], *, sender: str,
+def _claim(store: IdentityStore, key: SigningKey, params: dict[str, Any], *, sender: str,
            deposit_id: str, now: int) -> Received:
     """A relayed claim: the signer must be the depositor; then the door's own claim rules.
     A database failure is raised, not recorded as a refusal (the claim would be acked and
@@ -139,7 +139,7 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
     return fields
 
 
-def receive(store: DoorStore, key: SigningKey, policy: Policy, *, deposit_id: str,
+def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id: str,
             sender: str, from_enc: str, blob: str, now: int,
             gate: Callable[[str], dict[str, Any]] | None = None,
             seen: bool | None = None) -> Received:
@@ -147,7 +147,7 @@ def receive(store: DoorStore, key: SigningKey, policy: Policy, *, deposit_id: st
     what the deposit holds; a database failure is raised (never made a refusal: the
     caller commits nothing and acknowledges nothing, so the relay gives it again).
     ``seen``: whether the deposit is committed already, when the caller looked it up for
-    a whole listen answer (``DoorStore.deposits_seen``); None looks it up here."""
+    a whole listen answer (``IdentityStore.deposits_seen``); None looks it up here."""
     from muretai_cli.db import DatabaseUnavailable
 
     if store.deposit_seen(sender, deposit_id) if seen is None else seen:

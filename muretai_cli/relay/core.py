@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from muretai_cli.db import Batcher, DatabaseUnavailable
+from muretai_cli.db import Batcher, DatabaseUnavailable, Unstorable
 from muretai_cli.errors import MuretaiError
 from muretai_cli.rate import KeyedBuckets, admit
 from muretai_cli.relay.notify import LocalNotifier, Notifier
@@ -58,6 +58,12 @@ def _dumps(doc: dict[str, Any]) -> bytes:
 MAX_ID_CHARS = 128
 MIN_BOX_BYTES = 12 + 16  # a nonce and a tag: anything shorter is not a sealed box
 MAX_EPOCH = 2**63 - 1
+# A listener's epoch is unsigned (the seam's token signs did, minute and origin only), so the
+# relay bounds it by what IS signed: an epoch counts microseconds (``time_ns() // 1000`` at
+# the listener's start), and one below the end of the token's minute is all a listener
+# started by then can hold. A copied token can so take a DID over only until that minute
+# ends; a stored epoch past what any token valid now allows is void (see ``epoch_end``).
+EPOCH_PER_MINUTE = 60_000_000
 MAX_ACK_IDS = 1000
 _ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f|]")
 _ENC_PUB = re.compile(r"[0-9a-f]{64}")
@@ -113,6 +119,11 @@ def refusal_answer(status: int, code: str, message: str) -> Answer:
 
 def _ok(doc: dict[str, Any]) -> Answer:
     return 200, _dumps(doc), JSON_HEADERS
+
+
+def epoch_end(minute: int) -> int:
+    """The first epoch after ``minute``: a listen token for ``minute`` carries a lower one."""
+    return (minute + 1) * EPOCH_PER_MINUTE
 
 
 def _malformed(message: str) -> NoReturn:
@@ -292,16 +303,23 @@ class Relay:
         minute = _int(doc, "minute", low=0, high=MAX_EPOCH)
         token = _str(doc, "token")
         epoch = _int(doc, "epoch", low=0, high=MAX_EPOCH)
-        skew = abs(minute - int(self.clock() // 60))
+        now_minute = int(self.clock() // 60)
         try:
-            if skew > self.limits.minute_skew:
+            if abs(minute - now_minute) > self.limits.minute_skew:
                 raise MuretaiError("stale", "minute out of range")
             verify_listen_token(did=did, minute=minute, token=token, origin=self.origin)
         except MuretaiError:
             raise Refusal(401, "bad-token", "the listen token is not valid here and now; sign "
                                             "a fresh one for this relay") from None
+        if epoch >= epoch_end(minute):
+            raise Refusal(400, "epoch-ahead", f"epoch {epoch} is later than the token's minute "
+                                              f"{minute} (an epoch counts microseconds since "
+                                              "1970 at the listener's start; at most "
+                                              f"{epoch_end(minute) - 1})")
+        void = epoch_end(now_minute + self.limits.minute_skew)  # no valid token allows it
         claimed = await self.calls.call(
-            lambda: self.store.claim_epoch(did, epoch, channel=self.notifier.channel))
+            lambda: self.store.claim_epoch(did, epoch, void_from=void,
+                                           channel=self.notifier.channel))
         if claimed == "superseded":
             raise _superseded()
         if claimed == "newer":
@@ -334,6 +352,8 @@ class Relay:
             return await self._hold(did, epoch, float(wait), gone)
         except Refusal as refusal:
             return refusal.answer()
+        except Unstorable as exc:
+            return refusal_answer(400, "malformed", exc.detail)
         except DatabaseUnavailable:
             return _unavailable()
 
@@ -431,6 +451,8 @@ class Relay:
             return await route(raw)
         except Refusal as refusal:
             return refusal.answer()
+        except Unstorable as exc:  # the request's value, not the relay: a NUL, say
+            return refusal_answer(400, "malformed", exc.detail)
         except DatabaseUnavailable:
             return _unavailable()
 

@@ -120,6 +120,11 @@ _ACK_SQL = ("DELETE FROM relay_messages WHERE to_did=? AND id IN ("  # noqa: S60
             + ", ".join("?" * _ACK_CHUNK) + ")")
 
 
+_CLAIM_EPOCH_SQL = ("INSERT INTO relay_listeners (did, epoch) VALUES (?, ?) ON CONFLICT (did) "
+                    "DO UPDATE SET epoch=excluded.epoch "
+                    "WHERE relay_listeners.epoch < excluded.epoch")
+
+
 class RelayStore:
     """Mailboxes, listener epochs and cards. On SQLite one owner (the relay's event loop);
     on PostgreSQL called from the relay's threads (its pool hands each its connection)."""
@@ -253,19 +258,24 @@ class RelayStore:
         row = self.db.one("SELECT epoch FROM relay_listeners WHERE did=?", (did,))
         return None if row is None else int(row[0])
 
-    def claim_epoch(self, did: str, epoch: int, *, channel: str | None = None) -> EpochOutcome:
+    def claim_epoch(self, did: str, epoch: int, *, void_from: int | None = None,
+                    channel: str | None = None) -> EpochOutcome:
         """Keep the newest epoch per DID: ``newer`` (this one took over), ``current``, or
-        ``superseded`` (a newer one holds it). With ``channel`` (PostgreSQL) a takeover
-        signals ``did`` there when it commits (the older listener's held polls answer 409)."""
+        ``superseded`` (a newer one holds it). A stored epoch at or past ``void_from`` (one
+        no token valid now could carry: a replayed or pre-bound poisoned row) holds nothing
+        and is taken over. With ``channel`` (PostgreSQL) a takeover signals ``did`` there when
+        it commits (the older listener's held polls answer 409)."""
         stored = self.epoch(did)
         if stored == epoch:
             return "current"
-        if stored is not None and stored > epoch:
+        if stored is not None and stored > epoch and (void_from is None or stored < void_from):
             return "superseded"
         with self.db.transaction() as tx:
-            tx.execute("INSERT INTO relay_listeners (did, epoch) VALUES (?, ?) ON CONFLICT (did) "
-                       "DO UPDATE SET epoch=excluded.epoch "
-                       "WHERE relay_listeners.epoch < excluded.epoch", (did, epoch))
+            if void_from is None:
+                tx.execute(_CLAIM_EPOCH_SQL, (did, epoch))
+            else:
+                tx.execute(_CLAIM_EPOCH_SQL + " OR relay_listeners.epoch >= ?",
+                           (did, epoch, void_from))
             row = tx.one("SELECT epoch FROM relay_listeners WHERE did=?", (did,))
             took = row is not None and int(row[0]) == epoch
             if took and channel is not None and self.db.dialect == "postgresql":

@@ -25,6 +25,7 @@ from muretai_cli.seam._b64 import (
     b64url_decode_strict,
     b64url_encode,
 )
+from muretai_cli.seam._canonical import parse_document
 from muretai_cli.seam._ed25519 import SigningKey
 
 DID_CONFIGURATION_PATH = "/.well-known/did-configuration.json"
@@ -163,9 +164,10 @@ def _split(token: object) -> tuple[dict[str, Any], dict[str, Any], bytes, bytes]
     for name, part in zip(("header", "payload"), parts[:2], strict=True):
         raw = b64url_decode_strict(part, code="not-canonical-base64url")
         try:
-            value = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise Refused("malformed-credential", f"the {name} is not UTF-8 JSON") from None
+            value = parse_document(raw)
+        except MuretaiError as exc:  # the one parse boundary: too deep is a reason, too
+            raise Refused("malformed-credential",
+                          f"the {name} is not UTF-8 JSON ({exc.code})") from None
         if not isinstance(value, dict):
             raise Refused("malformed-credential", f"the {name} is not a JSON object")
         decoded.append(value)

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from muretai_cli.errors import MuretaiError, Refused
 from muretai_cli.seam._b64 import b64url_decode_strict, b64url_encode
+from muretai_cli.seam._canonical import parse_document
 from muretai_cli.seam._ed25519 import SigningKey
 
 DIRECTORY_PATH = "/.well-known/http-message-signatures-directory"
@@ -463,9 +464,9 @@ def verify_directory(headers: Mapping[str, str], body: bytes, *, authority: str,
     if len(body) > MAX_DIRECTORY_BYTES:
         raise Refused("wba-bad-directory", f"larger than {MAX_DIRECTORY_BYTES} bytes")
     try:
-        doc = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise Refused("wba-bad-directory", "the body is not UTF-8 JSON") from None
+        doc = parse_document(body)
+    except MuretaiError as exc:  # the one parse boundary: too deep is a reason, too
+        raise Refused("wba-bad-directory", f"the body is not UTF-8 JSON ({exc.code})") from None
     return _verify(headers, keys=_usable_keys(doc), authority=authority, now=now,
                    tag=TAG_DIRECTORY, max_lifetime=MAX_DIRECTORY_LIFETIME, first=False)
 

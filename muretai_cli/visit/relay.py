@@ -12,6 +12,7 @@ relay stores one ``(to, from, id)`` once.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ MAX_WAIT = 30
 DEFAULT_WAIT = 25
 DEPOSIT_ATTEMPTS = 4  # the first and up to 3 retries, same id and blob
 _ITEM_FIELDS = ("id", "from", "from_enc", "blob")
+_ERROR_CODE = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")  # a relay's error code, taken as a name
 
 
 def relay_base(url: str) -> BaseUrl:
@@ -64,6 +66,7 @@ class Waiting:
 class ListenAnswer:
     items: list[Waiting]
     more: bool
+    size: int = 0  # bytes of the answer's body
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +158,7 @@ class RelayClient:
         if result.status != 200:
             code = doc.get("error") if isinstance(doc, dict) else None
             message = doc.get("message") if isinstance(doc, dict) else None
-            name = code if isinstance(code, str) and code.isascii() and len(code) < 40 \
+            name = code if isinstance(code, str) and _ERROR_CODE.fullmatch(code) \
                 else "relay-refused"
             data: dict[str, Any] = {"status": result.status, "relayError": name}
             if result.retry_after is not None:
@@ -229,7 +232,8 @@ class RelayClient:
         messages = doc.get("messages")
         if not isinstance(messages, list):
             raise Refused("relay-malformed", "the relay's listen answer holds no message list")
-        return ListenAnswer([_item(m) for m in messages], doc.get("more") is True)
+        return ListenAnswer([_item(m) for m in messages], doc.get("more") is True,
+                            len(result.body))
 
     def ack(self, key: SigningKey, *, epoch: int, ids: list[str]) -> int:
         if not ids:

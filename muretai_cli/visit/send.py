@@ -24,7 +24,7 @@ from muretai_cli.verdict import Reason, warning
 
 if TYPE_CHECKING:
     from muretai_cli.home import ConnectionStore, PinStore, TrustList
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.net import SafeClient
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.dm import DmReport, Target
@@ -85,7 +85,7 @@ class Sender:
     """Everything one ``op dm`` needs: who sends, its store, and how it reaches the net."""
 
     key: SigningKey
-    store: DoorStore
+    store: IdentityStore
     connections: ConnectionStore
     client_for: ClientFor
     now: int

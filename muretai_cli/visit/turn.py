@@ -35,17 +35,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from muretai_cli.errors import MuretaiError
+from muretai_cli.errors import MuretaiError, Refused
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.consent import Policy
-    from muretai_cli.inbox.store import DoorStore
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.relay import RelayClient, Waiting
 
 # Where a kill -9 matters, in order: a listen answer processed but not committed; committed,
 # not acknowledged; acknowledged, not shown; claimed, not written; written, not marked shown.
 KILL_POINTS = ("processed", "committed", "acked", "claimed", "written")
+
+# One drain's bounds: past any of them while the relay still says ``more``, the relay is
+# misbehaving (``relay-misbehaving``: what was received is kept and shown, exit 1). An honest
+# relay's fullest mailbox at its defaults (--max-waiting 1,000 x --max-blob 256 KiB: ten
+# answers, ~350 MB of JSON) drains well inside each; a relay that always says ``more``
+# (issue 22 §2: 451 listens in 40 s, a refused row stored each time) meets the first.
+DRAIN_MAX_ROUNDS = 100  # listen answers (10,000 messages at 100 per answer)
+DRAIN_MAX_BYTES = 512 * 1024 * 1024  # the listen answers' bodies together
+DRAIN_MAX_SECONDS = 300.0  # from the first listen to the last ack
 
 
 @dataclass
@@ -54,15 +63,17 @@ class Drained:
 
     counts: dict[str, int] = field(default_factory=dict)
     more: bool = False
+    size: int = 0  # bytes of the listen answer
 
     def add(self, outcome: str) -> None:
         self.counts[outcome] = self.counts.get(outcome, 0) + 1
 
 
 class TurnCheck:
-    def __init__(self, key: SigningKey, store: DoorStore, relay: RelayClient, policy: Policy,
+    def __init__(self, key: SigningKey, store: IdentityStore, relay: RelayClient, policy: Policy,
                  *, clock: Callable[[], float] = time.time, claimant: str | None = None,
-                 at: Callable[[str], None] = lambda point: None) -> None:
+                 at: Callable[[str], None] = lambda point: None,
+                 ticker: Callable[[], float] = time.monotonic) -> None:
         from muretai_cli.visit.relay import new_epoch
 
         self.key = key
@@ -73,6 +84,7 @@ class TurnCheck:
         self.epoch = new_epoch()
         self.claimant = claimant if claimant is not None else this_process()
         self.at = at  # the kill points' test seam (see the module's text)
+        self.ticker = ticker  # what a drain's time bound counts
 
     def _one(self, item: Waiting, now: int, seen: set[tuple[str, str]]) -> str:
         from muretai_cli.db import Conflict, DatabaseUnavailable
@@ -101,7 +113,7 @@ class TurnCheck:
         """One listen (held up to ``wait`` s); its items committed or refused in one store
         transaction; then ack."""
         answer = self.relay.listen(self.key, epoch=self.epoch, wait=wait)
-        done = Drained(more=answer.more)
+        done = Drained(more=answer.more, size=answer.size)
         if not answer.items:
             return done
         now = int(self.clock())
@@ -122,15 +134,36 @@ class TurnCheck:
 
     def drain(self, wait: int) -> int:
         """Listen (the first time up to ``wait`` s), then keep draining while more wait, on
-        one kept-alive connection to the relay."""
-        total = 0
+        one kept-alive connection to the relay, within the drain's bounds (``DRAIN_MAX_*``):
+        a relay that says ``more`` with nothing in the answer, or still says it past one of
+        them, is misbehaving (``Refused("relay-misbehaving")``; what was committed stays)."""
+        total = rounds = size = 0
+        started = self.ticker()
         with self.relay.kept_alive():
             done = self.step(wait)
-            total += sum(done.counts.values())
-            while done.more:
-                done = self.step(0)
+            while True:
+                rounds += 1
+                size += done.size
                 total += sum(done.counts.values())
-        return total
+                if not done.more:
+                    return total
+                spent = self.ticker() - started
+                if not done.counts:
+                    why = "an answer with no messages says more are waiting"
+                elif rounds >= DRAIN_MAX_ROUNDS:
+                    why = f"it still says more after {rounds} listen answers"
+                elif size >= DRAIN_MAX_BYTES:
+                    why = f"it still says more after {size} bytes of listen answers"
+                elif spent >= DRAIN_MAX_SECONDS:
+                    why = f"it still says more after {spent:.0f} s of draining"
+                else:
+                    done = self.step(0)
+                    continue
+                raise Refused("relay-misbehaving", "the relay never ends a drain: "
+                                                   f"{why} ({total} deposits received, "
+                                                   "kept and shown)",
+                              hint="run turn-check again later; if it recurs, the relay is "
+                                   "not one to trust with this identity's mail")
 
     def unshown(self) -> list[dict[str, Any]]:
         """What was committed and not shown yet, oldest first."""

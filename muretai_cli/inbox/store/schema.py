@@ -1,0 +1,137 @@
+"""The identity store's tables: every schema version's DDL, in order (``door_schema``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from muretai_cli.db import Schema
+
+
+# Version 1 is the schema SQLite door files have always had (its trigger included);
+# PostgreSQL starts from the portable equivalent. Version 2 drops the trigger (the store
+# writes the replay row itself) and gives grants an explicit order column.
+_V1_SQLITE = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS grants (
+  id TEXT PRIMARY KEY, doc TEXT NOT NULL, uses INTEGER NOT NULL, used INTEGER NOT NULL DEFAULT 0,
+  iat INTEGER NOT NULL, exp INTEGER NOT NULL, purpose TEXT, created INTEGER NOT NULL,
+  revoked INTEGER);
+CREATE TABLE IF NOT EXISTS redemptions (
+  grant_id TEXT NOT NULL, sender TEXT NOT NULL, at INTEGER NOT NULL,
+  PRIMARY KEY (grant_id, sender));
+CREATE TABLE IF NOT EXISTS connections (
+  sender TEXT NOT NULL, grant_id TEXT NOT NULL, opened INTEGER NOT NULL, expires INTEGER NOT NULL,
+  PRIMARY KEY (sender, grant_id));
+CREATE TABLE IF NOT EXISTS inbox (
+  id INTEGER PRIMARY KEY, sender TEXT NOT NULL, message_id TEXT NOT NULL, context_id TEXT,
+  text TEXT NOT NULL, sent INTEGER NOT NULL, received INTEGER NOT NULL,
+  verified INTEGER NOT NULL, sig TEXT, via TEXT NOT NULL DEFAULT 'direct',
+  UNIQUE (sender, message_id));
+CREATE TABLE IF NOT EXISTS requests (
+  id TEXT PRIMARY KEY, sender TEXT NOT NULL, message_id TEXT NOT NULL, context_id TEXT,
+  text TEXT NOT NULL, sent INTEGER NOT NULL, received INTEGER NOT NULL, sig TEXT,
+  status TEXT NOT NULL DEFAULT 'held', decided INTEGER);
+CREATE INDEX IF NOT EXISTS requests_sender ON requests (sender, status);
+CREATE TABLE IF NOT EXISTS senders (
+  did TEXT PRIMARY KEY, status TEXT NOT NULL, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS decisions (
+  id INTEGER PRIMARY KEY, at INTEGER NOT NULL, action TEXT NOT NULL, sender TEXT NOT NULL,
+  request_id TEXT);
+CREATE TABLE IF NOT EXISTS replay (message_id TEXT PRIMARY KEY, seen INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS inbox_remembers AFTER INSERT ON inbox WHEN NEW.via = 'direct'
+BEGIN INSERT INTO replay (message_id, seen) VALUES (NEW.message_id, NEW.received); END
+"""
+_V2_SQLITE = """
+DROP TRIGGER IF EXISTS inbox_remembers;
+ALTER TABLE grants ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+UPDATE grants SET seq = rowid
+"""
+_V1_PORTABLE = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE grants (
+  id TEXT PRIMARY KEY, doc TEXT NOT NULL, uses {int} NOT NULL, used {int} NOT NULL DEFAULT 0,
+  iat {int} NOT NULL, exp {int} NOT NULL, purpose TEXT, created {int} NOT NULL,
+  revoked {int}, seq {int} NOT NULL DEFAULT 0);
+CREATE TABLE redemptions (
+  grant_id TEXT NOT NULL, sender TEXT NOT NULL, at {int} NOT NULL,
+  PRIMARY KEY (grant_id, sender));
+CREATE TABLE connections (
+  sender TEXT NOT NULL, grant_id TEXT NOT NULL, opened {int} NOT NULL, expires {int} NOT NULL,
+  PRIMARY KEY (sender, grant_id));
+CREATE TABLE inbox (
+  id {serial}, sender TEXT NOT NULL, message_id TEXT NOT NULL, context_id TEXT,
+  text TEXT NOT NULL, sent {int} NOT NULL, received {int} NOT NULL,
+  verified {int} NOT NULL, sig TEXT, via TEXT NOT NULL DEFAULT 'direct',
+  UNIQUE (sender, message_id));
+CREATE TABLE requests (
+  id TEXT PRIMARY KEY, sender TEXT NOT NULL, message_id TEXT NOT NULL, context_id TEXT,
+  text TEXT NOT NULL, sent {int} NOT NULL, received {int} NOT NULL, sig TEXT,
+  status TEXT NOT NULL DEFAULT 'held', decided {int});
+CREATE INDEX requests_sender ON requests (sender, status);
+CREATE TABLE senders (did TEXT PRIMARY KEY, status TEXT NOT NULL, since {int} NOT NULL);
+CREATE TABLE decisions (
+  id {serial}, at {int} NOT NULL, action TEXT NOT NULL, sender TEXT NOT NULL,
+  request_id TEXT);
+CREATE TABLE replay (message_id TEXT PRIMARY KEY, seen {int} NOT NULL)
+"""
+
+
+# Version 3: shared rate-limit counters (a fixed one-minute window per key). Unlogged on
+# PostgreSQL: counters need no crash safety, and their writes then cost no WAL; a transaction
+# that wrote nothing else commits without waiting for a disk flush (PostgreSQL's own rule
+# for transactions that wrote no WAL; checked with pg_stat_wal.wal_sync).
+_V3 = """
+CREATE {unlogged} TABLE rate (bucket TEXT NOT NULL, win {int} NOT NULL, used {int} NOT NULL,
+  PRIMARY KEY (bucket, win))
+"""
+# Version 4: conversations. What was sent, peers' relays, relayed deposits; the channel,
+# proved replyTo, named relay and kept reply of received messages; an order for requests.
+_V4 = """
+ALTER TABLE inbox ADD COLUMN channel TEXT NOT NULL DEFAULT 'door';
+ALTER TABLE inbox ADD COLUMN reply_to TEXT;
+ALTER TABLE inbox ADD COLUMN relay TEXT;
+ALTER TABLE inbox ADD COLUMN reply TEXT;
+ALTER TABLE requests ADD COLUMN channel TEXT NOT NULL DEFAULT 'door';
+ALTER TABLE requests ADD COLUMN reply_to TEXT;
+ALTER TABLE requests ADD COLUMN relay TEXT;
+ALTER TABLE requests ADD COLUMN seq {int} NOT NULL DEFAULT 0;
+CREATE TABLE sent (
+  id {serial}, peer TEXT NOT NULL, message_id TEXT NOT NULL UNIQUE, context_id TEXT,
+  text TEXT NOT NULL, sent {int} NOT NULL, channel TEXT NOT NULL, state TEXT NOT NULL,
+  reply_to TEXT, request_id TEXT, address TEXT);
+CREATE INDEX sent_peer ON sent (peer, sent);
+CREATE TABLE peers (did TEXT PRIMARY KEY, relay TEXT, updated {int} NOT NULL);
+CREATE TABLE relayed (
+  id {serial}, sender TEXT NOT NULL, deposit_id TEXT NOT NULL, message_id TEXT,
+  outcome TEXT NOT NULL, reason TEXT, detail TEXT, request_id TEXT, at {int} NOT NULL,
+  shown {int} NOT NULL DEFAULT 0, UNIQUE (sender, deposit_id))
+"""
+
+
+# Version 6: the Web Bot Auth verdict on the HTTP request that carried a message (JSON).
+_V6 = """
+ALTER TABLE inbox ADD COLUMN wba TEXT;
+ALTER TABLE requests ADD COLUMN wba TEXT
+"""
+
+
+# Version 7: turn-check finds what it has not shown through an index, not a scan of every
+# deposit ever drained; a claim names its claimant (host:pid:start), so a newer turn-check
+# tells a live one's rows from a killed one's.
+_V7 = """
+CREATE INDEX relayed_shown ON relayed (shown, id);
+ALTER TABLE relayed ADD COLUMN claimant TEXT
+"""
+
+
+def door_schema() -> Schema:
+    from muretai_cli.db import Schema
+    from muretai_cli.inbox.invites import INVITE_TABLES
+
+    # Version 5: invites, their claims, and the contacts they made.
+    return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
+                           {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4, INVITE_TABLES,
+                           _V6, _V7))
+
+
