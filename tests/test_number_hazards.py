@@ -15,7 +15,7 @@ import pytest
 
 from muretai_cli.artifacts.message import build_message, build_message_send
 from muretai_cli.errors import Refused
-from muretai_cli.inbox.store import DoorStore
+from muretai_cli.inbox.store import IdentityStore
 from muretai_cli.seam import (
     SigningKey,
     canonical_bytes,
@@ -133,7 +133,7 @@ def test_on_the_relay_drain_a_hazard_is_refused_as_cannot_verify(tmp_path: Path)
     items = [Waiting(f"d{i}", alice.did, alice.enc_pub,
                      seal_box(alice, bob.enc_pub, canonical_bytes(r), ad=b""), NOW)
              for i, r in enumerate((good, hazard))]
-    store = DoorStore(tmp_path / "bob.sqlite3")
+    store = IdentityStore(tmp_path / "bob.sqlite3")
     try:
         counts = TurnCheck(bob, store, _OneAnswer(items), "open").step(0).counts  # type: ignore[arg-type]
         assert counts == {"accepted": 1, "refused": 1}

@@ -25,6 +25,7 @@ from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.ladder import RpcError
 from muretai_cli.inbox.store import IdentityStore, Limits
+from muretai_cli.inbox.store.keystate_pins import KeyStatePinStore
 from muretai_cli.rate import RateLimits
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class Door:
         self.did = key.did
         self.config = config
         self.store = store
+        self.pins = KeyStatePinStore(store.db)  # what each sender's KeyState was, kept
         self.clock = clock
         # On a store that takes several connections (PostgreSQL), POSTs from the event loop
         # look up and commit in group commits, and the rest of their store calls run on
@@ -238,7 +240,12 @@ class Door:
                 raise RpcError(-32002, "replay")
             kept.setdefault("metadata", {})["recovered"] = True
             return kept, None
-        ladder.signature(fields, env["sig"])
+        signer = ladder.op_key(fields, env["keystate"], None if env["keystate"] is None else
+                               await io.call(lambda: self.pins.get(fields["from"])), now)
+        ladder.signature(fields, env["sig"], signer=signer.signer_did)
+        if signer.adopt is not None:
+            adopt = signer.adopt
+            await io.call(lambda: self.pins.offer(adopt, now))
         # Shared rate counts (several processes) are store calls: counted with the commit
         # (one transaction) unless the policy's own store calls (a hold) come first.
         limits: Limits = []

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from muretai_cli.artifacts.message import text_of_parts
 from muretai_cli.errors import MuretaiError
 from muretai_cli.seam import MAX_SAFE_INT
+
+if TYPE_CHECKING:
+    from muretai_cli.artifacts.keystate import MessageSigner
 
 MAX_BODY = 1024 * 1024
 MAX_TEXT = 64 * 1024
@@ -35,6 +38,7 @@ MESSAGES = {
     -32010: "Introduction required",
     -32011: "Contact grant refused",
     -32014: "Awaiting approval",
+    -32041: "KeyState refused",
 }
 
 
@@ -148,7 +152,8 @@ def a2a_message(params: dict[str, Any]) -> dict[str, Any]:
         raise RpcError(-32600, "empty-text")
     return {"contextId": ctx, "from": meta.get("from"), "messageId": mid, "text": text,
             "timestamp": meta.get("timestamp"), "to": meta.get("to"), "sig": meta.get("sig"),
-            "relay": _relay_hint(meta.get("relay")), "replyTo": _id_hint(meta.get("replyTo"))}
+            "relay": _relay_hint(meta.get("relay")), "replyTo": _id_hint(meta.get("replyTo")),
+            "keystate": meta.get("keystate")}
 
 
 def _relay_hint(value: object) -> str | None:
@@ -218,15 +223,30 @@ def seconds(timestamp: object) -> int:
 
 
 # -- rung 9 is the replay lookup (the store); rung 10: the signature --------------------
-def signature(fields: dict[str, Any], sig: object) -> None:
-    """The signature over the six fields as received (-32001), or -32006 ``cannot-verify``
-    when they hold a number hazard this verifier cannot reproduce the signer's bytes of.
-    Verified, the timestamp is kept as the integer second it names: nothing after this
-    rung stores or answers with a float."""
+def op_key(fields: dict[str, Any], inline: object, pinned: object, now: int
+           ) -> MessageSigner:
+    """Which key must have signed: the root ``from`` names, or the op key an attached
+    KeyState (``metadata.keystate``) delegates to, judged against the caller's pin;
+    a record that does not verify, rolls the pin back, forks it or names a burned op key
+    is -32041 with its own reason."""
+    from muretai_cli.artifacts.keystate import message_signer
+
+    try:
+        return message_signer(fields["from"], inline, pinned, now=now)
+    except MuretaiError as exc:
+        raise refused(-32041, exc) from None
+
+
+def signature(fields: dict[str, Any], sig: object, *, signer: str | None = None) -> None:
+    """The signature over the six fields as received (-32001) under ``from`` (or ``signer``,
+    the op key ``op_key`` chose), or -32006 ``cannot-verify`` when they hold a number
+    hazard this verifier cannot reproduce the signer's bytes of. Verified, the timestamp
+    is kept as the integer second it names: nothing after this rung stores or answers
+    with a float."""
     from muretai_cli.seam import check_signed_fields
 
     try:
-        check_signed_fields(fields, sig)
+        check_signed_fields(fields, sig, signer=signer)
     except MuretaiError as exc:
         raise refused(-32006 if exc.code == "cannot-verify" else -32001, exc) from None
     fields["timestamp"] = seconds(fields["timestamp"])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.ladder import RpcError
+from muretai_cli.inbox.store.keystate_pins import KeyStatePinStore
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.consent import Policy
@@ -102,8 +103,9 @@ def _rung(exc: RpcError) -> NotForUs:
 
 
 def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
-                  now: int) -> dict[str, Any]:
-    """The verified six fields (+ sig, relay, replyTo hint) of one deposit, or ``NotForUs``."""
+                  now: int, pins: KeyStatePinStore | None = None) -> dict[str, Any]:
+    """The verified six fields (+ sig, relay, replyTo hint) of one deposit, or ``NotForUs``.
+    A deposit signed by an op key is judged against, and may advance, the sender's pin."""
     from muretai_cli.seam import open_box
 
     plain = open_box(key, from_enc, blob, ad=b"")
@@ -130,7 +132,11 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
             raise NotForUs("too-old", "the message is more than 30 days old")
         if stamp > now + MAX_AHEAD:
             raise NotForUs("from-the-future", "the message is dated more than 300 s ahead")
-        ladder.signature(fields, env["sig"])
+        pinned = None if pins is None or env["keystate"] is None else pins.get(sender)
+        signer = ladder.op_key(fields, env["keystate"], pinned, now)
+        ladder.signature(fields, env["sig"], signer=signer.signer_did)
+        if signer.adopt is not None and pins is not None:
+            pins.offer(signer.adopt, now)
     except RpcError as exc:
         raise _rung(exc) from None
     fields["sig"] = env["sig"]
@@ -153,7 +159,8 @@ def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id
     if store.deposit_seen(sender, deposit_id) if seen is None else seen:
         return Received("duplicate")
     try:
-        fields = check_deposit(key, sender=sender, from_enc=from_enc, blob=blob, now=now)
+        fields = check_deposit(key, sender=sender, from_enc=from_enc, blob=blob, now=now,
+                               pins=KeyStatePinStore(store.db))
         stored, status = store.relayed_lookup(fields["from"], fields["messageId"])
         if stored:
             raise NotForUs("replay", "a message with this messageId from this sender is "

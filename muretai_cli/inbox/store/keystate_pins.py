@@ -12,6 +12,7 @@ the newer whatever their order (seam §6.1 rule 2, in SQL as in ``replaces_pin``
 from __future__ import annotations
 
 import json
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.db import Schema
@@ -35,6 +36,10 @@ _OFFER = ("INSERT INTO keystate_pins (root_did, epoch, root_key, record, pinned)
           "excluded.epoch > keystate_pins.epoch AND excluded.root_key = keystate_pins.root_key")
 
 
+# The databases whose pin table this process has brought to its version (checked once each).
+_READY: weakref.WeakSet[Database] = weakref.WeakSet()
+
+
 class KeyStatePinStore:
     """The pins of one identity's senders, over its database (the door store's ``db``)."""
 
@@ -42,8 +47,10 @@ class KeyStatePinStore:
         from muretai_cli.db import upgrade, version_of
 
         self.db = db
-        if version_of(db, PIN_SCHEMA) != PIN_SCHEMA.latest:
-            upgrade(db, PIN_SCHEMA)
+        if db not in _READY:
+            if version_of(db, PIN_SCHEMA) != PIN_SCHEMA.latest:
+                upgrade(db, PIN_SCHEMA)
+            _READY.add(db)
 
     def get(self, root_did: str) -> dict[str, Any] | None:
         """The pinned KeyState for ``root_did`` (verify it before trusting it), or None."""
