@@ -212,7 +212,8 @@ def serve(
     config = replace(checked, name=ident.name, org=membership, durable=durable,
                      policy=dm_policy or policy_of(store),  # type: ignore[arg-type]
                      shared_rate=workers > 1 or is_postgres_url(db),
-                     did_configuration=linkage, wba_allow_private=wba_allow_private)
+                     did_configuration=linkage, wba_allow_private=wba_allow_private,
+                     keystate=ident.keystate())
     if workers > 1:
         store.close()  # no pool threads may live in the parent when it forks
     try:

@@ -23,6 +23,7 @@ from muretai_cli.errors import InputError, PeerRefused, Refused
 from muretai_cli.verdict import Reason, warning
 
 if TYPE_CHECKING:
+    from muretai_cli.artifacts.message import Delegated
     from muretai_cli.home import ConnectionStore, PinStore, TrustList
     from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.net import SafeClient
@@ -96,6 +97,8 @@ class Sender:
     trust: TrustList | None = None
     # Headers signing each request to a door (Web Bot Auth, ``--wba``); relays are not signed.
     signer: Callable[[str], Mapping[str, str]] | None = None
+    # What signs the messages: the op key for the root after ``id rotate`` (None: ``key``).
+    message_key: SigningKey | Delegated | None = None
 
     def client(self) -> SafeClient:
         """A client for the door's card and the knock (signed when ``signer`` is set)."""
@@ -200,7 +203,8 @@ def _knock(sender: Sender, target: Target, text: str, context_id: str | None,
         with sender.client() as client:
             report = deliver(sender.key, target, text, client=client, now=sender.now,
                              connections=sender.connections, context_id=context_id,
-                             reply_to=reply_to, metadata=metadata)
+                             reply_to=reply_to, metadata=metadata,
+                             message_key=sender.message_key)
     except PeerRefused as exc:
         sent = exc.data.get("sent")
         if not isinstance(sent, str):
@@ -242,7 +246,8 @@ def _deposit(sender: Sender, card: RelayCard, text: str, context_id: str | None,
 
     assert card.relay is not None and card.enc_pub is not None
     relay = RelayClient(card.relay, sender.client_for, timeout=sender.timeout)
-    message = signed_message(sender.key, to=card.did, text=text, now=sender.now,
+    message = signed_message(sender.message_key or sender.key, to=card.did, text=text,
+                             now=sender.now,
                              context_id=context_id or new_context_id(), reply_to=reply_to,
                              metadata=metadata)
     request = build_message_send(message)
