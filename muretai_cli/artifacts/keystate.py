@@ -12,6 +12,7 @@ kept. ``resolve_op_did`` is that ratchet, and it never raises on a record a stra
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -128,6 +129,33 @@ def verify_keystate(obj: object, *, root_did: str, now: int | None = None) -> Ke
     """A KeyState for the root the CALLER names, signed by that root's own key, valid at
     ``now`` when given; or ``Refused``: ``root-mismatch``, ``root-rotated`` (no lineage can
     travel inline), a signature code, ``not-yet-valid``, ``expired``."""
+    ks = _genesis_signed(obj, root_did)
+    if now is not None and now < ks.not_before:
+        raise Refused("not-yet-valid", f"valid from {ks.not_before}, judged at {now}")
+    if now is not None and ks.not_after is not None and now > ks.not_after:
+        raise Refused("expired", f"valid until {ks.not_after}, judged at {now}")
+    return ks
+
+
+# Records that parsed and verified under their root DID's own key, by their canonical bytes
+# (a sender attaches the same record to every message; a door pays for it once).
+_GENESIS_SIGNED: OrderedDict[bytes, KeyState] = OrderedDict()
+_GENESIS_SIGNED_MAX = 1024
+
+
+def _genesis_signed(obj: object, root_did: str) -> KeyState:
+    """``obj`` parsed, for ``root_did``, not root-rotated and signed by that DID's own key,
+    or ``Refused`` (``root-mismatch``; ``root-rotated``: no lineage can travel inline). The
+    record's bytes decide all but the first, so a success is kept by its canonical bytes."""
+    try:
+        canon = canonical_bytes(obj) if isinstance(obj, dict) else None
+    except MuretaiError:
+        canon = None
+    ks = _GENESIS_SIGNED.get(canon) if canon is not None else None
+    if ks is not None:
+        if ks.root_did != root_did:
+            raise Refused("root-mismatch", f"the KeyState is for {ks.root_did}, not {root_did}")
+        return ks
     ks = parse_keystate(obj)
     if ks.root_did != root_did:
         raise Refused("root-mismatch", f"the KeyState is for {ks.root_did}, not {root_did}")
@@ -135,10 +163,10 @@ def verify_keystate(obj: object, *, root_did: str, now: int | None = None) -> Ke
         raise Refused("root-rotated", "rootKey is not the root DID's own key; a rotated root "
                                       "is accepted only through a verified pin")
     check_signed_by_root_key(ks)
-    if now is not None and now < ks.not_before:
-        raise Refused("not-yet-valid", f"valid from {ks.not_before}, judged at {now}")
-    if now is not None and ks.not_after is not None and now > ks.not_after:
-        raise Refused("expired", f"valid until {ks.not_after}, judged at {now}")
+    if canon is not None:
+        _GENESIS_SIGNED[canon] = ks
+        if len(_GENESIS_SIGNED) > _GENESIS_SIGNED_MAX:
+            _GENESIS_SIGNED.popitem(last=False)
     return ks
 
 
@@ -305,7 +333,9 @@ def message_signer(root_did: str, inline: object, pinned: object, *, now: int
         code = exc.code.removesuffix("-keystate")
         raise Refused(f"keystate-{code}", f"the attached KeyState: {exc.detail}") from None
     pin: KeyState | None = None
-    if pinned is not None:
+    if pinned is inline:  # the pin holds this very record: verified just now
+        pin = ks
+    elif pinned is not None:
         try:
             pin = verify_pin(pinned, root_did=root_did)
         except MuretaiError as exc:

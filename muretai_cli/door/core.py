@@ -241,7 +241,7 @@ class Door:
             kept.setdefault("metadata", {})["recovered"] = True
             return kept, None
         signer = ladder.op_key(fields, env["keystate"], None if env["keystate"] is None else
-                               await io.call(lambda: self.pins.get(fields["from"])), now)
+                               await io.call(lambda: self.pins.get_text(fields["from"])), now)
         ladder.signature(fields, env["sig"], signer=signer.signer_did)
         if signer.adopt is not None:
             adopt = signer.adopt

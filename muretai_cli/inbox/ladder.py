@@ -223,14 +223,24 @@ def seconds(timestamp: object) -> int:
 
 
 # -- rung 9 is the replay lookup (the store); rung 10: the signature --------------------
-def op_key(fields: dict[str, Any], inline: object, pinned: object, now: int
+def op_key(fields: dict[str, Any], inline: object, pinned_text: str | None, now: int
            ) -> MessageSigner:
     """Which key must have signed: the root ``from`` names, or the op key an attached
-    KeyState (``metadata.keystate``) delegates to, judged against the caller's pin;
-    a record that does not verify, rolls the pin back, forks it or names a burned op key
-    is -32041 with its own reason."""
-    from muretai_cli.artifacts.keystate import message_signer
+    KeyState (``metadata.keystate``) delegates to, judged against the caller's pin (its
+    stored canonical text); a record that does not verify, rolls the pin back, forks it or
+    names a burned op key is -32041 with its own reason."""
+    import json
 
+    from muretai_cli.artifacts.keystate import message_signer
+    from muretai_cli.seam import canonical_bytes
+
+    pinned: object = None
+    if pinned_text is not None:
+        try:  # the pinned record again, byte for byte: one record, verified once
+            same = canonical_bytes(inline).decode("utf-8") == pinned_text
+        except MuretaiError:
+            same = False
+        pinned = inline if same else json.loads(pinned_text)
     try:
         return message_signer(fields["from"], inline, pinned, now=now)
     except MuretaiError as exc:

@@ -132,7 +132,7 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
             raise NotForUs("too-old", "the message is more than 30 days old")
         if stamp > now + MAX_AHEAD:
             raise NotForUs("from-the-future", "the message is dated more than 300 s ahead")
-        pinned = None if pins is None or env["keystate"] is None else pins.get(sender)
+        pinned = None if pins is None or env["keystate"] is None else pins.get_text(sender)
         signer = ladder.op_key(fields, env["keystate"], pinned, now)
         ladder.signature(fields, env["sig"], signer=signer.signer_did)
         if signer.adopt is not None and pins is not None:

@@ -54,11 +54,14 @@ class KeyStatePinStore:
 
     def get(self, root_did: str) -> dict[str, Any] | None:
         """The pinned KeyState for ``root_did`` (verify it before trusting it), or None."""
-        row = self.db.one(_GET, (root_did,))
-        if row is None:
-            return None
-        record = json.loads(row[0])
+        text = self.get_text(root_did)
+        record = None if text is None else json.loads(text)
         return record if isinstance(record, dict) else None
+
+    def get_text(self, root_did: str) -> str | None:
+        """The pinned record as stored: its canonical JSON text (None: no pin)."""
+        row = self.db.one(_GET, (root_did,))
+        return None if row is None else str(row[0])
 
     def offer(self, ks: KeyState, now: int) -> bool:
         """Pin a verified record; True when it is now the pin (first, or strictly newer)."""
