@@ -8,7 +8,8 @@
     │   │                   file-size limit, a read-only disk); nothing written
     │   └── DiskFull        a write found no space left; nothing written  (exit 3)
     ├── PeerRefused         the peer answered with a refusal              (exit 4)
-    └── DeadlineExceeded    the shared deadline ran out                   (exit 5)
+    ├── DeadlineExceeded    the shared deadline ran out                   (exit 5)
+    └── Interrupted         the user stopped the command (Ctrl-C)         (exit 130)
 
 Library code raises these and never prints; the CLI catches ``MuretaiError`` once, renders
 ``diagnostics()`` and exits with ``exit_code``. This module imports nothing of the project,
@@ -126,3 +127,14 @@ class DeadlineExceeded(MuretaiError):
     """The deadline shared by a command's requests ran out."""
 
     exit_code = 5
+
+
+class Interrupted(MuretaiError):
+    """The user stopped the command (Ctrl-C, SIGINT). Raised by no library code: the CLI's
+    root turns a ``KeyboardInterrupt`` into this, so it is rendered like any other error."""
+
+    exit_code = 130
+
+    def __init__(self) -> None:
+        super().__init__("interrupted", "stopped by Ctrl-C (SIGINT) before it finished",
+                         hint="run the command again; what it had committed is kept")

@@ -27,7 +27,7 @@ from muretai_cli.seam import (
 from muretai_cli.visit.turn import TurnCheck
 from tests.cli_helpers import new_identity, run_json
 from tests.door_helpers import code_of, local_door
-from tests.test_multipart_text import _OneAnswer
+from tests.e2e.test_multipart_text import _OneAnswer
 
 NOW = int(time.time())
 

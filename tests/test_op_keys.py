@@ -21,7 +21,7 @@ from muretai_cli.seam import SigningKey, canonical_bytes, seal_box
 from muretai_cli.visit.relay import Waiting
 from muretai_cli.visit.turn import TurnCheck
 from tests.door_helpers import Live, code_of, live_door
-from tests.test_multipart_text import _OneAnswer
+from tests.e2e.test_multipart_text import _OneAnswer
 
 NOW = int(time.time())
 

@@ -194,7 +194,7 @@ def serve(
         from muretai_cli.seam import parse_document
 
         doc = parse_document(read_input(str(org)))
-        membership = check_membership(doc, agent_did=ident.did, now=int(time.time()))
+        membership = check_membership(doc, agent_did=ident.did, now=int(time.time())).to_json()
 
     import uvicorn
 
@@ -202,7 +202,7 @@ def serve(
     from muretai_cli.db import is_postgres_url
     from muretai_cli.door.app import build_app
     from muretai_cli.door.core import Door
-    from muretai_cli.transport.server import bind_each, server_config
+    from muretai_cli.transport.server import listening, server_config
 
     # Open the store once here: a schema this program does not know stops the start now.
     store = open_store(ident, db, durable=durable)
@@ -217,12 +217,11 @@ def serve(
     if workers > 1:
         store.close()  # no pool threads may live in the parent when it forks
     try:
-        socks = bind_each(host, port, workers)
-    except OSError as exc:
+        socks = listening(host, port, workers)
+    except InputError:
         if workers == 1:
             store.close()
-        raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}") \
-            from None
+        raise
     bound = socks[0].getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     signing_key = ident.signing_key()

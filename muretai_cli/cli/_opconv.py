@@ -83,7 +83,9 @@ def turn_check(
                          hint=f"set one with `muretai id relay {ident.name} URL`")
     store = op_store(ctx)
     try:
-        check = TurnCheck(ident.signing_key(), store, RelayClient(relay_url, client_for),
+        relay = RelayClient(relay_url, lambda seconds, max_bytes: client_for(
+            seconds, max_bytes, deadline_hint=_relay_slow_hint(ident.name)))
+        check = TurnCheck(ident.signing_key(), store, relay,
                           policy_of(store), at=_kill_seam())  # type: ignore[arg-type]
         if follow:
             _follow(check, json_out)
@@ -91,6 +93,12 @@ def turn_check(
             _once(check, seconds, json_out)
     finally:
         store.close()
+
+
+def _relay_slow_hint(name: str) -> str:
+    """turn-check has no --timeout (a listen waits --wait seconds and then a margin)."""
+    return (f"the relay did not answer in time: try again later; `muretai doctor --as "
+            f"{name}` checks the relay")
 
 
 def _kill_seam() -> Callable[[str], None]:
@@ -112,12 +120,14 @@ def _kill_seam() -> Callable[[str], None]:
 
 
 def _superseded(exc: Exception) -> None:
-    from muretai_cli.errors import PeerRefused
+    """The relay's ``superseded`` is no refusal of the peer: another of your own turn-checks
+    (a higher epoch) holds the mailbox, a local condition, so exit 1, not 4."""
+    from muretai_cli.errors import PeerRefused, Refused
 
     if isinstance(exc, PeerRefused) and exc.code == "superseded":
-        raise PeerRefused("superseded", "another turn-check for this identity took over the "
-                                        "mailbox; this one stops (nothing was lost)",
-                          hint="run one turn-check per identity at a time") from None
+        raise Refused("superseded", "another turn-check for this identity took over the "
+                                    "mailbox; this one stops (nothing was lost)",
+                      hint="run one turn-check per identity at a time") from None
 
 
 def _interrupted(check: TurnCheck) -> list[dict[str, Any]]:
@@ -212,8 +222,15 @@ def _follow(check: TurnCheck, json_out: bool) -> None:
             except MuretaiError as exc:
                 _superseded(exc)
                 raise
-    except KeyboardInterrupt:
-        return
+    except KeyboardInterrupt:  # the way a follow ends; its stream gets a last line
+        from muretai_cli.errors import Interrupted
+
+        stop = Interrupted()
+        if json_out:
+            sys.stdout.write(json_text(stop.to_json(), line=True))
+        else:
+            note("stopped (Ctrl-C)")
+        raise typer.Exit(stop.exit_code) from None
 
 
 def event_lines(event: dict[str, Any]) -> list[str]:

@@ -111,15 +111,14 @@ def serve(
         store.close()  # no pool threads may live in the parent when it forks
     import uvicorn
 
-    from muretai_cli.transport.server import bind_each, server_config
+    from muretai_cli.transport.server import listening, server_config
 
     try:
-        socks = bind_each(host, port, workers)
-    except OSError as exc:
+        socks = listening(host, port, workers)
+    except InputError:
         if workers == 1:
             store.close()
-        raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}") \
-            from None
+        raise
     bound = socks[0].getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
 

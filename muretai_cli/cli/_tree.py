@@ -166,14 +166,14 @@ class RootGroup(TyperGroup):
     """The root: once typer has built the tree, make every command's help read well; and
     the one place the error family is caught. A ``MuretaiError`` from any command (or a
     group's callback) is rendered (one JSON document under ``--json``, else a line on
-    stderr) and ends the run with its exit code."""
+    stderr) and ends the run with its exit code; Ctrl-C is ``Interrupted`` (exit 130)."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         tidy(self)
 
     def invoke(self, ctx: Any) -> Any:
-        from muretai_cli.errors import MuretaiError
+        from muretai_cli.errors import Interrupted, MuretaiError
 
         try:
             return super().invoke(ctx)
@@ -181,3 +181,7 @@ class RootGroup(TyperGroup):
             from muretai_cli.cli._out import fail
 
             raise fail(exc, bool(ctx.meta.get(JSON_META))) from None
+        except KeyboardInterrupt:
+            from muretai_cli.cli._out import fail
+
+            raise fail(Interrupted(), bool(ctx.meta.get(JSON_META))) from None

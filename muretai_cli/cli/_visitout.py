@@ -32,6 +32,7 @@ NowOpt = Annotated[int | None, typer.Option(
     "--now", help="Judge at this epoch second instead of the clock (for tests and CI).",
     show_default=False)]
 DEFAULT_MAX_BYTES = 1024 * 1024
+TIMEOUT_HINT = "raise --timeout, or try again later"  # for a command that has TimeoutOpt
 
 
 def now_or_clock(now: int | None) -> int:
@@ -56,7 +57,8 @@ def make_client(timeout: str, max_bytes: int, *,
     from muretai_cli.durations import parse_seconds
     from muretai_cli.net import SafeClient
 
-    return SafeClient(timeout=parse_seconds(timeout), max_bytes=max_bytes, signer=signer)
+    return SafeClient(timeout=parse_seconds(timeout), max_bytes=max_bytes, signer=signer,
+                      deadline_hint=TIMEOUT_HINT)
 
 
 def wba_signer(wba: bool, name: str | None, keys: Path | None, agent: str | None
@@ -77,11 +79,13 @@ def wba_signer(wba: bool, name: str | None, keys: Path | None, agent: str | None
     return request_signer(own_identity(name, keys).signing_key(), agent=agent)
 
 
-def client_for(seconds: float, max_bytes: int) -> SafeClient:
-    """A safe client for one request (a relay long-poll or a deposit has its own deadline)."""
+def client_for(seconds: float, max_bytes: int, *, deadline_hint: str = TIMEOUT_HINT
+               ) -> SafeClient:
+    """A safe client for one request (a relay long-poll or a deposit has its own deadline),
+    for a command with ``--timeout``; one without passes its own ``deadline_hint``."""
     from muretai_cli.net import SafeClient
 
-    return SafeClient(timeout=seconds, max_bytes=max_bytes)
+    return SafeClient(timeout=seconds, max_bytes=max_bytes, deadline_hint=deadline_hint)
 
 
 def plain_console(**options: Any) -> Console:

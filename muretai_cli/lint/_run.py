@@ -89,8 +89,4 @@ class Tally:
                        for k in ("gate", "needs-information", "handoff", "transcript")},
             "wellFormedGates": self.well_formed_gates, "handoffEntries": self.handoff_entries,
             "rules": dict(sorted(self.rules.items()))}
-        # The snake_case names of earlier releases, kept for one release.
-        out.update({"with_findings": self.with_findings,
-                    "well_formed_gates": self.well_formed_gates,
-                    "handoff_entries": self.handoff_entries})
         return out

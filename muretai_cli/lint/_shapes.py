@@ -59,7 +59,7 @@ class Shape:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"shape": self.kind, "path": self.path}
         if self.kind == "gate":
-            out["well_formed"] = self.well_formed
+            out["wellFormed"] = self.well_formed
         return out
 
 

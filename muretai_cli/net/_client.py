@@ -120,7 +120,8 @@ class SafeClient:
     def __init__(self, *, timeout: float = 30.0, max_bytes: int = 1024 * 1024,
                  transport: httpx.BaseTransport | None = None, max_redirects: int = 3,
                  deadline: Deadline | None = None,
-                 signer: Callable[[str], Mapping[str, str]] | None = None) -> None:
+                 signer: Callable[[str], Mapping[str, str]] | None = None,
+                 deadline_hint: str = "try again later") -> None:
         if max_bytes < 1:
             raise InputError("bad-max-bytes", "the byte cap must be at least 1")
         self.deadline = deadline or Deadline(timeout)
@@ -130,6 +131,8 @@ class SafeClient:
         self.skipped: list[dict[str, str]] = []
         # Headers added to every request for its URL (Web Bot Auth signs each one).
         self.signer = signer
+        # What to do when the deadline runs out: the caller knows (a CLI names its option).
+        self.deadline_hint = deadline_hint
         self._client = httpx.Client(
             transport=transport, follow_redirects=False, trust_env=False, verify=_tls_context(),
             headers={"User-Agent": user_agent(), "Accept-Encoding": "identity"})
@@ -168,7 +171,7 @@ class SafeClient:
         detail = f"the {self.deadline.seconds:g} s deadline ran out {where}"
         if self.skipped:
             detail += "; not reached: " + ", ".join(s["url"] for s in self.skipped)
-        return DeadlineExceeded("deadline", detail, hint="raise --timeout, or try again later",
+        return DeadlineExceeded("deadline", detail, hint=self.deadline_hint,
                                 data=self.report())
 
     def get(self, url: str, *, accept: str = "application/json") -> HttpResult:

@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from muretai_cli.errors import MuretaiError, Refused
-from muretai_cli.seam._canonical import MAX_SAFE_INT, canonical_bytes, is_number_hazard
+from muretai_cli.seam._canonical import canonical_bytes, is_number_hazard
 from muretai_cli.seam._didkey import verifying_key_from_did
 from muretai_cli.seam._ed25519 import SigningKey, verify_strict
+from muretai_cli.seam._limits import MAX_ID_LEN, MAX_SAFE_INT, MESSAGE_WINDOW
 
 SIGNED_FIELDS = ("contextId", "from", "messageId", "text", "timestamp", "to")
-MAX_ID_LEN = 256
 
 
 def six_fields(env: Mapping[str, Any]) -> dict[str, Any]:
@@ -124,11 +124,6 @@ def check_signed_fields(fields: Mapping[str, Any], sig: object, *,
                                            "this signature can be neither accepted nor "
                                            "called bad") from None
         raise
-
-
-# How far a signed message's timestamp may stray from the verifier's clock, either way: the
-# door, the reply check, offline `verify message`, a redeem and a claim all judge by it.
-MESSAGE_WINDOW = 300
 
 
 def check_fresh(timestamp: object, now: int, window: int = MESSAGE_WINDOW) -> None:

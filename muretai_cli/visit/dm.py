@@ -27,6 +27,7 @@ from muretai_cli.errors import (
     Refused,
     Unreachable,
 )
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.urls import BaseUrl, base_from_any, same_base
 from muretai_cli.verdict import Reason, Verdict, error, warning
 from muretai_cli.visit.card import CardCheck
@@ -38,8 +39,8 @@ if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.handoff import CardSource, EntryCheck
 
-METHOD_NOT_FOUND = -32601
-REPLAY = -32002  # a door that answers a retry so has seen the first attempt
+METHOD_NOT_FOUND = Code.METHOD_NOT_FOUND
+REPLAY = Code.REPLAY_OR_STALE  # a door that answers a retry so has seen the first attempt
 Redeemed = Literal["redeemed", "open-door", "not-needed"]
 # "message": the signed messageId is derived from the one sent; "conversation": only the
 # signed contextId matches, so the reply may answer any message of that conversation.
@@ -117,13 +118,14 @@ def target_from_card(card: CardCheck, to_did: str, *, grant: Mapping[str, Any] |
     """
     _require_card(card, to_did)
     endpoint = card.endpoint
-    assert endpoint is not None and same_base(endpoint, card.base)
+    if endpoint is None or not same_base(endpoint, card.base):  # a passing card has both
+        raise Refused("card-refused", f"the card of {card.base.text} names no door at its "
+                                      "own base")
     if grant is None and card.contact is not None:
         if not card.contact.ok:
             reason = card.contact.errors[0]
             raise Refused(reason.code, f"the card's contact grant is refused: {reason.detail}")
-        assert card.card is not None
-        grant = card.card["contact"]
+        grant = card.card.get("contact") if card.card is not None else None
     return Target(to_did, endpoint, card.base, grant, source, card, promised_binding(card))
 
 
@@ -152,7 +154,7 @@ def resolve_target(to_did: str, *, connect: str | Mapping[str, Any] | None,
     if isinstance(connect, Mapping):
         from muretai_cli.artifacts.grant import check_grant
 
-        grant = check_grant(dict(connect), for_did=to_did, now=now)
+        grant = check_grant(dict(connect), for_did=to_did, now=now).to_json()
         if card_url is not None:
             return target_from_card(card_of(card_url), to_did, grant=grant,
                                     source="grant+card")
@@ -165,7 +167,8 @@ def resolve_target(to_did: str, *, connect: str | Mapping[str, Any] | None,
                       reply_binding=known.reply_binding)
     if connect is not None or card_url is not None:
         url = connect if isinstance(connect, str) else card_url
-        assert url is not None
+        if url is None:
+            raise InputError("bad-connect", "connect is neither a grant object nor a card URL")
         return target_from_card(card_of(url), to_did)
     known = connections.get(to_did)
     if known is None:
@@ -192,16 +195,10 @@ def _rpc_answer(result: HttpResult, what: str, *, missing_ok: bool = False) -> d
     rpc_error = doc.get("error") if isinstance(doc, dict) else None
     refusal = http_refusal(result)
     if isinstance(rpc_error, dict):
-        code = rpc_error.get("code")
-        message = rpc_error.get("message")
-        data: dict[str, Any] = {"rpcError": {"code": code, "message": message,
-                                             "data": rpc_error.get("data")}}
-        if refusal is not None:
-            data.update(refusal.data)
-        exc = PeerRefused("door-refused", f"the door answered {what} with JSON-RPC error "
-                                          f"{code}: {str(message)[:300]}",
-                          hint=refusal.hint if refusal is not None else None, data=data)
-        raise exc
+        from muretai_cli.visit.remedies import door_refusal
+
+        raise door_refusal(what, rpc_error, hint=refusal.hint if refusal is not None else None,
+                           data=refusal.data if refusal is not None else None)
     if refusal is not None:
         raise refusal
     if not isinstance(doc, dict):
@@ -321,8 +318,8 @@ def check_reply(doc: Mapping[str, Any], *, door_did: str, me: str, sent: Sent, n
         return ReplyCheck(Verdict.of("reply", [error("no-reply", "the door sent no reply; "
                                                                  "unverified")]), "none")
     if result.get("kind") == "task":
-        status = result.get("status") if isinstance(result.get("status"), dict) else {}
-        assert isinstance(status, dict)
+        found = result.get("status")
+        status: dict[str, Any] = found if isinstance(found, dict) else {}
         state = status.get("state") if isinstance(status.get("state"), str) else None
         candidates = [status.get("message")]
         history = result.get("history")
