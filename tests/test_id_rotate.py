@@ -42,10 +42,18 @@ def test_rotate_then_messages_are_signed_by_the_op_key_with_the_record() -> None
     message = _signed_to(alice)["params"]["message"]
     meta = message["metadata"]
     assert meta["from"] == alice and meta["keystate"] == doc["keystate"]
-    # the signature is the op key's, not the root's: verified under from it fails
+    # offline verify follows the record to the op key (a first contact: it says so)
     code, verdict = run_json("verify", "message", "-", "--to", alice,
                              input=json.dumps(message))
+    assert code == 0 and verdict["results"][0]["reasons"][0]["code"] == "op-key", verdict
+    # without the record, the op key's signature is not the root's
+    bare = {**message, "metadata": {k: v for k, v in meta.items() if k != "keystate"}}
+    code, verdict = run_json("verify", "message", "-", "--to", alice, input=json.dumps(bare))
     assert code == 1 and verdict["results"][0]["reasons"][0]["code"] == "bad-signature"
+    forged = {**message, "metadata": {**meta, "keystate": {**meta["keystate"], "epoch": 7}}}
+    code, verdict = run_json("verify", "message", "-", "--to", alice, input=json.dumps(forged))
+    assert code == 1
+    assert verdict["results"][0]["reasons"][0]["code"] == "keystate-bad-signature"
     from muretai_cli.seam import canonical_bytes, six_fields, verify_signature
 
     fields = six_fields({**message, **meta, "text": message["parts"][0]["text"]})

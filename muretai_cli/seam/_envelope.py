@@ -87,11 +87,13 @@ def sign_envelope(key: SigningKey, *, to: str, text: str, timestamp: int,
     return {**fields, "sig": key.sign(payload)}
 
 
-def verify_envelope(env: Mapping[str, Any], *, to_did: str) -> dict[str, Any]:
+def verify_envelope(env: Mapping[str, Any], *, to_did: str,
+                    signer: str | None = None) -> dict[str, Any]:
     """Verify a message's six fields and ``sig``; returns the six fields, or raises ``Refused``.
 
     ``to_did`` is who the caller is. There is no fallback: an empty one is refused before
-    anything else, so a message can never name its own recipient.
+    anything else, so a message can never name its own recipient. ``signer``: the op key
+    a KeyState the caller verified delegates for ``from`` (``keystate.message_signer``).
     """
     if not isinstance(to_did, str) or not to_did:
         raise Refused("wrong-recipient", "the verifier was given no recipient of its own")
@@ -101,7 +103,7 @@ def verify_envelope(env: Mapping[str, Any], *, to_did: str) -> dict[str, Any]:
         raise Refused("missing-sig", "the message carries no signature")
     if fields["to"] != to_did:
         raise Refused("wrong-recipient", f"addressed to {fields['to']}, not to {to_did}")
-    check_signed_fields(fields, sig)
+    check_signed_fields(fields, sig, signer=signer)
     return fields
 
 
