@@ -146,11 +146,12 @@ def test_on_the_relay_drain(tmp_path: Path) -> None:
         store.close()
 
 
-def test_the_pin_write_itself_only_moves_forward(tmp_path: Path) -> None:
+def test_the_pin_write_itself_only_moves_forward(backend: str) -> None:
     from muretai_cli.artifacts.keystate import parse_keystate
+    from tests.store_helpers import door_store
 
     s = Sender()
-    store = IdentityStore(tmp_path / "x.sqlite3")
+    store = door_store(SigningKey.generate().did, backend)
     try:
         pins = KeyStatePinStore(store.db)
         assert pins.offer(parse_keystate(s.record(2, 1)), NOW)
@@ -163,3 +164,13 @@ def test_the_pin_write_itself_only_moves_forward(tmp_path: Path) -> None:
         assert pins.offer(parse_keystate(s.record(3, 2)), NOW)
     finally:
         store.close()
+
+
+def test_a_door_on_either_backend_pins_and_refuses_a_rollback(backend: str) -> None:
+    s = Sender()
+    db = None if backend.endswith(".sqlite3") else backend
+    with live_door("open", db=db) as door:
+        assert "result" in door.rpc(s.request(door.did, s.record(2, 1), op=1))
+        assert pinned_epoch(door, s.root.did) == 2
+        assert reason(door.rpc(s.request(door.did, s.record(1, 0), op=0))) == \
+            (-32041, "keystate-rollback")
