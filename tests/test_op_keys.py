@@ -174,3 +174,38 @@ def test_a_door_on_either_backend_pins_and_refuses_a_rollback(backend: str) -> N
         assert pinned_epoch(door, s.root.did) == 2
         assert reason(door.rpc(s.request(door.did, s.record(1, 0), op=0))) == \
             (-32041, "keystate-rollback")
+
+
+@pytest.mark.parametrize("record", ["x", 5, [], None, {"typ": "muretai/keystate/1"},
+                                    {"a": [[[[[[1]]]]]]}, {"typ": "muretai/keystate/1",
+                                                           "epoch": 1.0}],
+                         ids=["string", "number", "list", "null", "bare-typ", "nested",
+                              "float-epoch"])
+def test_a_hostile_record_is_a_named_refusal(record: Any) -> None:
+    from tests.door_helpers import local_door
+
+    s = Sender()
+    with local_door("open") as door:
+        req = s.request(door.did, s.record(1, 0), op=0)
+        req["params"]["message"]["metadata"]["keystate"] = record
+        doc = door.rpc(req)
+        if record is None:  # no record: the root's key, which did not sign it
+            assert reason(doc) == (-32001, "bad-signature")
+        else:
+            code, why = reason(doc)
+            assert code == -32041 and why is not None and why.startswith("keystate-"), doc
+
+
+def test_a_damaged_pin_fails_closed(tmp_path: Path) -> None:
+    from muretai_cli.inbox.arrival import DOOR_WINDOW, read_message
+
+    s, me = Sender(), SigningKey.generate()
+    params = s.request(me.did, s.record(1, 0), op=0)["params"]
+    arrival = read_message(params, me=me.did, now=int(time.time()), window=DOOR_WINDOW)
+    assert arrival.verify(now=NOW) is not None  # first contact: the record to pin
+    from muretai_cli.inbox.ladder import RpcError
+
+    for damaged in ("{not json", '{"typ": "muretai/keystate/1"}'):
+        with pytest.raises(RpcError) as info:
+            arrival.verify(pinned=damaged, now=NOW)
+        assert info.value.reason == "keystate-pin-unusable"
