@@ -250,7 +250,7 @@ def main() -> None:
     except typer.Abort:
         sys.exit(1)
     except TyperException as exc:  # click's UsageError/BadParameter, as typer vendors them
-        from muretai_cli.cli._out import emit_json
+        from muretai_cli.cli._json import emit_json
 
         formatter = getattr(exc, "format_message", None)
         detail = str(formatter()) if callable(formatter) else str(exc)

@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, emit_json, note, safe, say
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe
 
 app = typer.Typer(help="Resolve did:key identifiers offline.", no_args_is_help=True)
 

@@ -6,18 +6,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from muretai_cli.cli._batch import error_result
 from muretai_cli.cli._formats import FormatOpt, batch_cases, check_format, emit_ci
-from muretai_cli.cli._out import (
-    JsonList,
-    JsonOpt,
-    emit_json,
-    error_result,
-    iter_documents,
-    note,
-    read_input,
-    safe,
-    say,
-)
+from muretai_cli.cli._input import iter_documents, read_input
+from muretai_cli.cli._json import JsonList, emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,

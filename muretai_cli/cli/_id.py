@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, note, read_input, say
+from muretai_cli.cli._acting import KeysOpt
+from muretai_cli.cli._input import read_input
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
 
 if TYPE_CHECKING:
     from muretai_cli.home import KeyStore

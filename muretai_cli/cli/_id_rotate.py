@@ -14,7 +14,9 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, note, say
+from muretai_cli.cli._acting import KeysOpt
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
 
 
 def register(app: typer.Typer) -> None:

@@ -11,15 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import (
-    JsonOpt,
-    did_option,
-    emit_json,
-    note,
-    safe,
-    say,
-    when,
-)
+from muretai_cli.cli._dids import did_option
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe, when
 from muretai_cli.cli._visitout import quoted
 
 if TYPE_CHECKING:
@@ -34,8 +29,8 @@ senders_app = typer.Typer(help="Allow and block lists.", invoke_without_command=
 
 def op_store(ctx: typer.Context) -> IdentityStore:
     """The store of the identity named by ``op --as`` (its ``--db``, if given)."""
+    from muretai_cli.cli._acting import op_db, op_identity
     from muretai_cli.cli._door import open_store
-    from muretai_cli.cli._op import op_db, op_identity
 
     return open_store(op_identity(ctx), op_db(ctx))
 

@@ -7,15 +7,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import (
-    JsonOpt,
-    did_option,
-    emit_json,
-    note,
-    read_input,
-    safe,
-    say,
-)
+from muretai_cli.cli._dids import did_option
+from muretai_cli.cli._input import read_input
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe
 from muretai_cli.cli._tree import AsGroup
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
@@ -155,7 +151,7 @@ def dm(
     """
     import time
 
-    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._acting import op_identity
     from muretai_cli.cli._opdoor import op_store
     from muretai_cli.cli._visitout import client_for
     from muretai_cli.durations import parse_seconds
@@ -252,8 +248,8 @@ def follow(
     """Check a handoff, then send only what you confirm to the first followable dm entry."""
     import time
 
+    from muretai_cli.cli._acting import op_identity
     from muretai_cli.cli._handoff import online_cards
-    from muretai_cli.cli._op import op_identity
     from muretai_cli.errors import InputError
     from muretai_cli.home import ConnectionStore
     from muretai_cli.urls import base_from_any

@@ -11,13 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from muretai_cli.cli import _sign_keys
-from muretai_cli.cli._out import (
-    AsOpt,
-    KeysOpt,
-    did_option,
-    load_identity,
-    read_input,
-)
+from muretai_cli.cli._acting import AsOpt, KeysOpt, load_identity
+from muretai_cli.cli._dids import did_option
+from muretai_cli.cli._input import read_input
 
 if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey

@@ -13,15 +13,10 @@ from typing import Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import (
-    AsOpt,
-    KeysOpt,
-    did_option,
-    load_identity,
-    note,
-    own_identity,
-    safe,
-)
+from muretai_cli.cli._acting import AsOpt, KeysOpt, load_identity, own_identity
+from muretai_cli.cli._dids import did_option
+from muretai_cli.cli._out import note
+from muretai_cli.cli._text import safe
 
 EpochOpt = Annotated[int | None, typer.Option(
     "--epoch", min=0, help="The epoch (default: one above the last you signed).",

@@ -12,14 +12,11 @@ from typing import Annotated
 import typer
 
 from muretai_cli.cli import _verify_artifacts, _verify_keys, _verify_web
+from muretai_cli.cli._batch import NowOpt, verify_batch
+from muretai_cli.cli._dids import did_opt
 from muretai_cli.cli._formats import FormatOpt
-from muretai_cli.cli._out import (
-    FilesArg,
-    JsonOpt,
-    NowOpt,
-    did_opt,
-    verify_batch,
-)
+from muretai_cli.cli._input import FilesArg
+from muretai_cli.cli._out import JsonOpt
 
 app = typer.Typer(help="Verify signed artifacts offline (messages, cards, grants, orgs).",
                   no_args_is_help=True)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import note, safe, say, when
+from muretai_cli.cli._out import note, say
+from muretai_cli.cli._text import safe, when
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,7 +67,7 @@ def wba_signer(wba: bool, name: str | None, keys: Path | None, agent: str | None
     """The request signer ``--wba`` asks for (None without it); ``--as`` names the key."""
     if not wba:
         return None
-    from muretai_cli.cli._out import chosen_identity, own_identity
+    from muretai_cli.cli._acting import chosen_identity, own_identity
 
     name = chosen_identity(name)
     if name is None:

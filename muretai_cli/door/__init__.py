@@ -10,6 +10,7 @@ relay drain.
     executors.py  where store calls run: in place, or grouped (PostgreSQL group commits)
     events.py     what the ``on_event`` hook is told of each arrival
     app.py     the starlette app: exact routes and the body cap (served by ``transport/``)
+    serve.py   ``serve_door``: the store opened once, the policy settled, workers started
 
 Imports starlette/uvicorn/sqlite3 only from its submodules, so the CLI pays for them only in
 the commands that use them.

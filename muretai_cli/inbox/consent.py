@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from muretai_cli.errors import Refused
 from muretai_cli.inbox.ladder import Code, RpcError
 
 if TYPE_CHECKING:
@@ -19,6 +20,23 @@ if TYPE_CHECKING:
 Policy = Literal["open", "quarantine", "closed"]
 POLICIES: tuple[Policy, ...] = ("open", "quarantine", "closed")
 HELD_CODE = Code.AWAITING_APPROVAL  # a first contact held for the owner's approval
+POLICY_KEY = "policy"  # the store setting that holds the identity's policy
+DEFAULT_POLICY: Policy = "quarantine"
+
+
+def policy_of(store: IdentityStore) -> Policy:
+    """The identity's consent policy, as stored (`op policy`): the door's default and
+    turn-check's rule alike; ``quarantine`` unless set."""
+    value = store.setting(POLICY_KEY)
+    for policy in POLICIES:
+        if value == policy:
+            return policy
+    return DEFAULT_POLICY
+
+
+def set_policy(store: IdentityStore, policy: Policy) -> None:
+    """Record the identity's consent policy in its store."""
+    store.set_setting(POLICY_KEY, policy)
 
 
 def admit(store: IdentityStore, policy: Policy, arrival: Arrival, status: str | None,
@@ -60,7 +78,10 @@ def judge(store: IdentityStore, policy: Policy, arrival: Arrival, status: str | 
             raise RpcError(Code.INTRODUCTION_REQUIRED, "introduction-required")
         if policy == "quarantine" and not (status == "approved" or wrote):
             # Held, each message (none dropped); the answer names the first held request.
-            request_id = store.hold(arrival, now)
+            try:
+                request_id = store.hold(arrival, now)
+            except Refused as full:  # every stranger's holds at their bound
+                raise RpcError(Code.INTRODUCTION_REQUIRED, full.code) from None
             if request_id is None:
                 raise RpcError(Code.REPLAY_OR_STALE, "replay")
             raise RpcError(HELD_CODE, "awaiting-approval", data=gate(request_id))

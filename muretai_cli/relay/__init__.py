@@ -4,6 +4,7 @@
     store    RelayStore: every SQL statement (SQLite or PostgreSQL through muretai_cli.db)
     notify   Notifier: wakes held long-polls (in-process by default)
     app      the starlette app and its exact-path routes
+    serve    serve_relay: the store opened once, then one process or workers
 
 Never imports ``door/``, ``inbox/`` or ``visit/``, and holds no key that opens a box.
 """

@@ -204,7 +204,7 @@ def test_shell_completion_is_enabled() -> None:
 
 
 def test_times_for_people_carry_their_zone() -> None:
-    from muretai_cli.cli._out import when
+    from muretai_cli.cli._text import when
 
     assert when(1_800_000_000) == "2027-01-15 08:00:00 UTC"
     assert when(None) == "-" and when(0) == "-" and when("x") == "?" and when(True) == "?"

@@ -437,7 +437,7 @@ def test_a_batch_holds_no_item_it_has_already_reported(
         fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     import weakref
 
-    from muretai_cli.cli._out import render_batch, result_of
+    from muretai_cli.cli._batch import render_batch, result_of
 
     refs: list[weakref.ref[_Item]] = []
 
@@ -462,7 +462,7 @@ def test_a_batch_holds_no_item_it_has_already_reported(
 
 def test_the_streamed_json_report_is_the_document_emit_json_writes(
         pair: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
-    from muretai_cli.cli._out import emit_json
+    from muretai_cli.cli._json import emit_json
 
     _, bob = pair
     warned = json.loads(_signed(bob, "w\u202eu\U000e0041"))
