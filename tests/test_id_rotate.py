@@ -131,3 +131,20 @@ def test_the_card_carries_the_current_keystate() -> None:
     from muretai_cli.artifacts.keystate import verify_keystate
 
     assert verify_keystate(doc["keystate"], root_did=ident.did).op_did == doc["opDid"]
+
+
+def test_serve_publishes_the_keystate_and_verifies_its_own_rotated_sender(
+        tmp_path: Path) -> None:
+    import httpx
+
+    from tests.servers import running, start_serve
+
+    new_identity("door")
+    new_identity("alice")
+    code, doc = run_json("id", "rotate", "door")
+    assert code == 0 and run("id", "rotate", "alice").exit_code == 0
+    with running(start_serve(tmp_path, "door", "--dm-policy", "open")) as served:
+        card = httpx.get(f"{served.base}/.well-known/agent-card.json", timeout=5).json()
+        assert card["keystate"] == doc["keystate"]
+        answer = served.rpc(_signed_to(card["did"], "from a rotated sender"))
+        assert "result" in answer, answer
