@@ -208,7 +208,8 @@ def serve(
     code = serve_door(
         ident.signing_key(),
         replace(checked, name=ident.name, org=membership, durable=durable,
-                did_configuration=linkage, wba_allow_private=wba_allow_private),
+                did_configuration=linkage, wba_allow_private=wba_allow_private,
+                keystate=ident.keystate()),
         lambda: open_store(ident, db, durable=durable), host=host, port=port,
         workers=workers, policy=checked.policy if dm_policy else None,
         shared_store=is_postgres_url(db), http=http, on_listening=listening, on_event=told,

@@ -176,7 +176,7 @@ def dm(
     sender = Sender(key, store, ConnectionStore(key.did), client_for, int(time.time()),
                     my_relay=Profiles().relay_of(key.did), timeout=parse_seconds(timeout),
                     max_bytes=max_bytes, pins=PinStore(), trust=TrustList(), signer=signer,
-                    name=ident.name)
+                    message_key=ident.message_key(), name=ident.name)
 
     def run() -> None:
         with progress(f"sending to {did}"):
@@ -325,7 +325,8 @@ def follow(
             target = target_for_entry(item, cards)
             with progress(f"sending to {target.door_did}"):
                 sent = deliver(ident.signing_key(), target, text, client=client, now=now,
-                               connections=ConnectionStore(ident.did))
+                               connections=ConnectionStore(ident.did),
+                               message_key=ident.message_key())
         _render_dm(sent, json_out)
 
     _with_refusal_details(json_out, run)
