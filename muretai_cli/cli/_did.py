@@ -20,7 +20,7 @@ def resolve(
     json_out: JsonOpt = False,
 ) -> None:
     """Expand a did:key into its DID document (offline). A malformed DID exits 2."""
-    from muretai_cli.did import describe_did
+    from muretai_cli.artifacts.diddoc import describe_did
     from muretai_cli.errors import InputError, MuretaiError
 
     try:

@@ -111,7 +111,7 @@ def show(
     Works on a key file open to group or others (with a warning): this is public data.
     Signing with such a file is still refused.
     """
-    from muretai_cli.did import describe_did
+    from muretai_cli.artifacts.diddoc import describe_did
     from muretai_cli.home import Profiles, open_to_others
 
     ident = _store(keys).load(name, allow_loose=True)
@@ -123,7 +123,7 @@ def show(
             f"{ident.path} is open to group or others (mode {loose:03o}); signing with it is "
             f"refused until `chmod 600 {ident.path}`")})
         note(f"warning: key-file-permissions: {warnings[0]['message']}")
-    from muretai_cli.did import fingerprint
+    from muretai_cli.artifacts.diddoc import fingerprint
 
     # enc_pub derives from the seed: shown only when the key file may be read as a key
     enc_pub = ident.signing_key().enc_pub if loose is None else None

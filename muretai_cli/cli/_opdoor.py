@@ -117,11 +117,14 @@ def checked_peers(ctx: typer.Context) -> frozenset[str]:
 
 def _print_requests(rows: list[dict[str, Any]]) -> None:
     for r in rows:
+        kept = r.get("messages") or [r]
         sender = safe(r["from"], limit=120) + (f" {CHECKED}" if r["checkedOutOfBand"] else "")
         say(f"{r['id']}  {when(r['received'])}  {sender}  {r['status']}"
+            + (f"  ({len(kept)} messages)" if len(kept) > 1 else "")
             + (f"  {DAMAGED}" if r.get("damaged") else ""))
-        for line in quoted(r["text"], limit=500):
-            say(line)
+        for message in kept:
+            for line in quoted(message["text"], limit=500):
+                say(line)
 
 
 def _named(row: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +148,7 @@ def requests_list(
     """Held first contacts, oldest first."""
     store = op_store(ctx)
     try:
-        rows = store.requests(all_=all_)
+        rows = store.request_list(all_=all_)
     finally:
         store.close()
     checked = checked_peers(ctx)

@@ -152,9 +152,9 @@ def dm(
     import time
 
     from muretai_cli.cli._acting import op_identity
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._opdoor import op_store
     from muretai_cli.cli._visitout import client_for
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.home import ConnectionStore, PinStore, Profiles, TrustList
     from muretai_cli.visit.send import Sender, send_dm
 
@@ -176,7 +176,7 @@ def dm(
     sender = Sender(key, store, ConnectionStore(key.did), client_for, int(time.time()),
                     my_relay=Profiles().relay_of(key.did), timeout=parse_seconds(timeout),
                     max_bytes=max_bytes, pins=PinStore(), trust=TrustList(), signer=signer,
-                    name=ident.name)
+                    message_key=ident.message_key(), name=ident.name)
 
     def run() -> None:
         with progress(f"sending to {did}"):
@@ -239,8 +239,8 @@ def verify_contact(
     """
     import time
 
+    from muretai_cli.artifacts.diddoc import fingerprint, same_fingerprint
     from muretai_cli.cli._acting import op_identity
-    from muretai_cli.did import fingerprint, same_fingerprint
     from muretai_cli.errors import InputError, Refused
     from muretai_cli.home import VerifiedPeers
 
@@ -325,7 +325,8 @@ def follow(
             target = target_for_entry(item, cards)
             with progress(f"sending to {target.door_did}"):
                 sent = deliver(ident.signing_key(), target, text, client=client, now=now,
-                               connections=ConnectionStore(ident.did))
+                               connections=ConnectionStore(ident.did),
+                               message_key=ident.message_key())
         _render_dm(sent, json_out)
 
     _with_refusal_details(json_out, run)

@@ -174,8 +174,8 @@ def org_verdict(doc: object, agent_did: str, now: int, trust: TrustList | None) 
 
 def _envelope_reasons(card: Mapping[str, Any], envelope: object, now: int
                       ) -> tuple[list[Reason], Signature, int | None]:
-    from muretai_cli.offline import card_freshness
     from muretai_cli.seam import verify_served_card
+    from muretai_cli.visit.offline import card_freshness
 
     try:
         opened = verify_served_card(envelope, card, expected_did=str(card["did"]))

@@ -9,9 +9,10 @@ import base58
 import pytest
 from typer.testing import CliRunner, Result
 
+from muretai_cli.artifacts.diddoc import describe_did
 from muretai_cli.cli import app
-from muretai_cli.did import describe_did
 from muretai_cli.seam import SMALL_ORDER_ENCODINGS, SigningKey, did_from_public
+from tests.repo_files import cases
 
 HONEST = SigningKey(bytes(range(32))).did
 
@@ -46,7 +47,7 @@ def test_json_first_key_is_ok() -> None:
 
 
 def test_every_did_vector_resolves(wire_vectors: dict[str, Any]) -> None:
-    for case in wire_vectors["did"]:
+    for case in cases(wire_vectors["did"], "did"):
         result = run(case["did"], "--json")
         assert result.exit_code == 0, (case, result.output)
         doc = json.loads(result.stdout)

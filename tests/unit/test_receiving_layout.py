@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "muretai_cli"
+from tests.repo_files import ROOT
+
+PACKAGE = ROOT / "muretai_cli"
 MAX_LINES = 500
 
 
