@@ -201,6 +201,8 @@ def _floor(me: SigningKey, bodies: list[bytes]) -> float:
     """Seconds to open each deposit's box and verify its message's signature: the crypto
     every drain must do, the baseline the drain is measured against (same run, same data)."""
     from muretai_cli.inbox import ladder
+    from muretai_cli.inbox.arrival import read_message
+    from muretai_cli.inbox.relayed import RELAYED_WINDOW
     from muretai_cli.seam import open_box
 
     docs = [json.loads(b.split(b"\r\n\r\n", 1)[1]) for b in bodies]
@@ -209,8 +211,8 @@ def _floor(me: SigningKey, bodies: list[bytes]) -> float:
     for doc in docs:
         plain = open_box(fresh, doc["from_enc"], doc["blob"], ad=b"")
         assert plain is not None
-        env = ladder.a2a_message(ladder.rpc_shape(ladder.parse_request(plain))[1])
-        ladder.signature(ladder.six(env, {}), env["sig"])
+        params = ladder.rpc_shape(ladder.parse_request(plain))[1]
+        read_message(params, me=fresh.did, now=int(time.time()), window=RELAYED_WINDOW).verify()
     return time.perf_counter() - started
 
 

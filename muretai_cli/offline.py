@@ -16,7 +16,8 @@ from muretai_cli.seam import (
     ENVELOPE_MAX_AHEAD,
     MESSAGE_WINDOW,
     check_fresh,
-    verify_card_envelope,
+    envelope_freshness,
+    open_card_envelope,
     verify_envelope,
 )
 from muretai_cli.urls import BaseUrl, same_base
@@ -59,16 +60,16 @@ def _door_shape(doc: object) -> Reason | None:
 
     try:
         if not isinstance(doc, dict):
-            raise ladder.RpcError(-32600, "not-an-object")
+            raise ladder.RpcError(ladder.Code.INVALID_REQUEST, "not-an-object")
         params: dict[str, Any] = {"message": doc}
         if _is_request(doc):
             method, params = ladder.rpc_shape(doc)
             if method != "message/send":
-                raise ladder.RpcError(-32601, "not-message-send")
+                raise ladder.RpcError(ladder.Code.METHOD_NOT_FOUND, "not-message-send")
         ladder.text_size(ladder.a2a_message(params)["text"])
     except ladder.RpcError as err:
         return error(err.reason, f"a door refuses this at its request-shape rung "
-                                 f"(JSON-RPC {err.code} {ladder.MESSAGES[err.code]}: "
+                                 f"(JSON-RPC {int(err.code)} {ladder.MESSAGES[err.code]}: "
                                  f"{err.reason}); the signature does not cover these parts")
     return None
 
@@ -121,10 +122,11 @@ def card_freshness(ts: int, now: int) -> list[Reason]:
     fetch, handoff check): dated more than ENVELOPE_MAX_AHEAD ahead is refused
     (``envelope-from-the-future``); older than ENVELOPE_MAX_AGE is ``stale-envelope``, a
     warning (the signature still holds, the card may be out of date)."""
-    if ts - now > ENVELOPE_MAX_AHEAD:
+    verdict = envelope_freshness(ts, now)
+    if verdict == "from-the-future":
         return [error("envelope-from-the-future", f"the envelope is dated {ts - now} s ahead "
                                                   f"(more than {ENVELOPE_MAX_AHEAD} s)")]
-    if now - ts > ENVELOPE_MAX_AGE:
+    if verdict == "stale":
         return [warning("stale-envelope", f"the envelope was signed {now - ts} s ago "
                                           f"(more than {ENVELOPE_MAX_AGE // 3600} h)")]
     return []
@@ -134,13 +136,13 @@ def check_card_envelope(doc: object, *, did: str, now: int,
                         origin: BaseUrl | None = None) -> Verdict:
     """A signed card envelope under the DID the caller expects, optionally for a base URL."""
     try:
-        card = verify_card_envelope(doc, expected_did=did)
+        signed = open_card_envelope(doc, expected_did=did)
     except MuretaiError as exc:
         return _failed("card", exc)
-    assert isinstance(doc, dict)
-    reasons = card_freshness(doc["ts"], now)
+    card = signed.card
+    reasons = card_freshness(signed.ts, now)
     if origin is not None and not same_base(str(card.get("url", "")), origin):
         reasons.append(error("wrong-origin", f"the card's url {str(card.get('url'))[:200]!r} "
                                              f"does not name {origin.text}"))
-    return Verdict.of("card", reasons, {"did": card["did"], "ts": doc["ts"],
+    return Verdict.of("card", reasons, {"did": card["did"], "ts": signed.ts,
                                         "url": card.get("url"), "name": card.get("name")})

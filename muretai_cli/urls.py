@@ -19,6 +19,9 @@ from muretai_cli.errors import InputError, MuretaiError
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
 CARD_SIG_PATH = "/.well-known/agent-card.sig.json"
+# The absolute relation agent-entry names its door with (RFC 8288 §2.1.2: an unregistered
+# relation is a URI); beside it a door's notice sends RFC 8631's registered "service-desc".
+AGENT_ENTRY_REL = "https://muretai.net/rel/agent-entry"
 DID_SITE_HOST = "muretai.net"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST_CHARS = re.compile(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]")
@@ -114,6 +117,12 @@ def parse_base_url(url: str, *, require_https: bool = True) -> BaseUrl:
     except ValueError as exc:
         raise _refuse(url, f"cannot be parsed ({exc})") from None
     scheme = parts.scheme.lower()
+    if "://" not in url and (not scheme or re.fullmatch(r"[^:/]+:[0-9]+(/.*)?", url)):
+        # `host`, `host:port`, `host/path`: a scheme was left out
+        bare = url.lstrip("/")
+        loopback = re.match(r"(localhost|127\.[0-9.]+|\[::1\])(:|/|$)", bare, re.I)
+        raise _refuse(url, "has no scheme (https://, or http:// on loopback)",
+                      ("http://" if loopback else "https://") + bare)
     if scheme not in _DEFAULT_PORTS:
         raise _refuse(url, "the scheme must be https (or http on loopback)")
     netloc = parts.netloc

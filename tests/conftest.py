@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 from collections.abc import Iterator
@@ -12,7 +11,18 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-VECTORS = Path(__file__).resolve().parents[1].parent / "shared" / "vectors"
+from tests.repo_files import load_vectors
+from tests.store_helpers import Role, with_path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the PostgreSQL server is marked ``pg``; slow end-to-end tests go
+    first, so parallel workers do not end the run waiting on one of them."""
+    for item in items:
+        if "pg_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.pg)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
@@ -25,25 +35,6 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[P
     monkeypatch.setenv("MURETAI_HOME", str(home))
     monkeypatch.setenv("NO_COLOR", "1")
     yield home
-
-
-REQUIRE_VECTORS = "MURETAI_REQUIRE_VECTORS"
-
-
-def vector_file(name: str) -> Path:
-    """A golden vector file; skips without ``../shared`` (fails if MURETAI_REQUIRE_VECTORS=1)."""
-    path = VECTORS / name
-    if not path.exists():
-        why = f"golden vectors not found at {path} (../shared/vectors is absent)"
-        if os.environ.get(REQUIRE_VECTORS) == "1":
-            pytest.fail(f"{why} but {REQUIRE_VECTORS}=1")
-        pytest.skip(why)
-    return path
-
-
-def load_vectors(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(vector_file(name).read_bytes())
-    return data
 
 
 @pytest.fixture(scope="session")
@@ -68,10 +59,11 @@ def pg_server() -> str:
 
 @pytest.fixture(scope="module")
 def pg_url(pg_server: str) -> Iterator[str]:
-    """A fresh database per test module (stores inside it keep to their own schemas)."""
+    """A fresh database per test module (stores inside it keep to their own schemas), named
+    for the worker that made it: parallel workers share the server, never a database."""
     import psycopg
 
-    name = f"t_{secrets.token_hex(6)}"
+    name = f"t_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{secrets.token_hex(6)}"
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     parts = urlsplit(pg_server)
@@ -91,7 +83,7 @@ def pg_door(pg_url: str) -> tuple[str, str]:
     return "door", did
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Where a store lives, once per backend: a SQLite file path or a PostgreSQL URL."""
     if request.param == "sqlite":
@@ -115,3 +107,20 @@ def b58_decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(base58, "b58decode", spy)
     return lengths
+
+
+@pytest.fixture
+def role(pg_server: str) -> Iterator[Role]:
+    """A fresh database and a plain (non-superuser) role that may create schemas in it."""
+    import psycopg
+
+    name = f"a_{secrets.token_hex(5)}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+        conn.execute(f"CREATE ROLE {name} LOGIN")
+        conn.execute(f"GRANT CREATE ON DATABASE {name} TO {name}")
+    admin = with_path(pg_server, path=f"/{name}")
+    yield Role(admin, with_path(admin, user=name), name)
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"DROP ROLE IF EXISTS {name}")

@@ -79,6 +79,16 @@ def code_of(doc: dict[str, Any]) -> int | None:
     return err["code"] if isinstance(err, dict) else None
 
 
+def reason_of(doc: dict[str, Any]) -> str | None:
+    """A JSON-RPC error's ``data.reason`` (None when there is none)."""
+    return ((doc.get("error") or {}).get("data") or {}).get("reason")
+
+
+def is_fresh(doc: dict[str, Any]) -> bool:
+    """Whether an answer is a new acceptance (a result, not a recovered one)."""
+    return "result" in doc and not doc["result"]["metadata"].get("recovered")
+
+
 @contextmanager
 def live_door(policy: str = "open", *, path: str = "", rate_per_sender: int = 0,
               rate_total: int = 0, slow: float = 10.0, name: str = "door",
@@ -107,8 +117,9 @@ def make_door(policy: str, url: str, *, name: str = "door", db: str | None = Non
               rate_per_sender: int = 0, rate_total: int = 0, slow: float = 10.0,
               wba_allow_private: bool = False, on_message: OnMessage | None = None,
               on_event: Callable[[dict[str, Any]], None] | None = None,
-              shared_rate: bool = False) -> Door:
-    """A door for identity ``name`` (made on first use) publishing ``url``."""
+              shared_rate: bool = False, clock: Callable[[], float] = time.time) -> Door:
+    """A door for identity ``name`` (made on first use) publishing ``url``, reading the
+    time from ``clock`` (a test's ``tests.clock.Clock``)."""
     store_keys = KeyStore(keys_dir())
     ident = store_keys.load(name) if store_keys.path_of(name).exists() else store_keys.create(name)
     config = DoorConfig(name=name, url=parse_base_url(url),
@@ -121,7 +132,8 @@ def make_door(policy: str, url: str, *, name: str = "door", db: str | None = Non
 
         init_door_store(ident.did, db)
     return Door(ident.signing_key(), config, open_identity_store(ident.did, db) if db
-                else IdentityStore(db_path(ident.did)), on_message=on_message, on_event=on_event)
+                else IdentityStore(db_path(ident.did)), on_message=on_message, on_event=on_event,
+                clock=clock)
 
 
 @dataclass

@@ -245,7 +245,7 @@ class HostileSite:
                 return rpc_error(-32011, f"bad grant: {exc.code}")
             self.redeemed.setdefault(name, set()).add(sender)
             return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": {
-                "ok": True, "expires": grant["exp"], "grantId": grant["id"]}})
+                "ok": True, "expires": grant.exp, "grantId": grant.id}})
         if method != "message/send":
             return rpc_error(-32601, "method not found")
         try:

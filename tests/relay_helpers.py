@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +80,18 @@ class LiveRelay:
         return self.post("ack", listen_body(key, self.origin, epoch=epoch) | {"ids": ids})
 
 
+def listener_epoch(db_url: str, did: str) -> int | None:
+    """The listener epoch a PostgreSQL relay store holds for ``did`` (None: none yet). A
+    listen claims its epoch before it looks for messages and is held: a poll whose epoch is
+    there has been taken by its relay, not merely sent."""
+    import psycopg
+
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        row = conn.execute("SELECT epoch FROM relay.relay_listeners WHERE did = %s",
+                           (did,)).fetchone()
+    return None if row is None else int(row[0])
+
+
 def deposit_body(sender: SigningKey, to: SigningKey, text: str = "hi", *,
                  deposit_id: str | None = None, blob: str | None = None) -> dict[str, Any]:
     """A deposit as a client makes one: ``text`` sealed to ``to``, signed by ``sender``."""
@@ -104,16 +116,17 @@ def listen_body(key: SigningKey, origin: str, *, epoch: int = 1, wait: float | N
 def live_relay(db: Path | str, *, path: str = "", url: str | None = None,
                slow_seconds: float = 10.0, max_connections: int = 1000,
                max_per_client: int = 100, idle_seconds: float = 5.0, http: str = "auto",
-               **limits: Any) -> Iterator[LiveRelay]:
+               clock: Callable[[], float] = time.time, **limits: Any) -> Iterator[LiveRelay]:
     """A relay on an ephemeral port, served by the shared transport as ``relay serve`` does;
-    ``url`` may spell its own URL another way (``{port}``)."""
+    ``url`` may spell its own URL another way (``{port}``); ``clock`` is what it reads the
+    time from (a test's ``tests.clock.Clock``)."""
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     own = (url or "http://127.0.0.1:{port}" + path).format(port=port)
     config = RelayConfig(parse_base_url(own, require_https=False), RelayLimits(**limits),
                          slow_seconds=slow_seconds, max_connections=max_connections,
                          max_per_client=max_per_client, idle_seconds=idle_seconds)
-    relay = Relay(config, RelayStore.open(db))
+    relay = Relay(config, RelayStore.open(db), clock=clock)
     with run_uvicorn(server_config(build_app(relay), host="127.0.0.1", port=port,
                                    slow_seconds=slow_seconds, max_connections=max_connections,
                                    max_per_client=max_per_client, idle_seconds=idle_seconds,

@@ -27,8 +27,11 @@ import httpx
 import uvicorn
 
 from muretai_cli.transport.children import listening_port, muretai_argv, stop
+from tests.repo_files import ROOT
+from tests.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
+__all__ = ["wait_until"]  # re-exported: the suite's one wait lives in tests.waiting
+
 READY_PATHS = {"serve": "/.well-known/agent-card.json", "relay": "/card/did:key:z"}
 
 
@@ -38,11 +41,10 @@ def run_uvicorn(config: uvicorn.Config, sock: socket.socket) -> Iterator[None]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
+    wait_until(lambda: server.started or not thread.is_alive(), "uvicorn started", timeout=10,
+               interval=0.01)
+    if not server.started:
+        raise RuntimeError("uvicorn did not start")
     try:
         yield
     finally:
@@ -60,14 +62,6 @@ def serve_asgi(app: Any, *, host: str = "127.0.0.1", **config: Any) -> Iterator[
     with run_uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on", **config), sock):
         yield f"http://{host}:{port}"
 
-
-def wait_until(condition: Callable[[], object], what: str, timeout: float = 15.0) -> None:
-    """Poll ``condition`` until it is true; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.02)
 
 
 @dataclass
@@ -139,9 +133,12 @@ def start_many(tmp: Path, name: str, count: int, *args: str) -> list[ServeProc]:
     return procs
 
 
+RELAY_ORIGIN = "http://127.0.0.1:1"  # what start_relay's --url makes the tokens name
+
+
 def start_relay(tmp: Path, *args: str, tag: str = "") -> ServeProc:
     """``muretai relay serve --url http://127.0.0.1:1 --port 0 ARGS`` (a later --url wins)."""
-    return start_muretai(tmp, "relay", "serve", "--url", "http://127.0.0.1:1", "--port", "0",
+    return start_muretai(tmp, "relay", "serve", "--url", RELAY_ORIGIN, "--port", "0",
                          *args, kind="relay", tag=tag)
 
 
@@ -152,3 +149,35 @@ def running(server: ServeProc) -> Iterator[ServeProc]:
         yield server.wait_ready()
     finally:
         server.stop()
+
+
+def race(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Call each of ``calls`` in a thread of its own, all let go at once: their results."""
+    out: list[Any] = [None] * len(calls)
+    gate = threading.Barrier(len(calls))
+
+    def go(i: int) -> None:
+        gate.wait()
+        out[i] = calls[i]()
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def stop_all(procs: list[ServeProc]) -> None:
+    """Stop every one of ``procs``."""
+    for p in procs:
+        p.stop()
+
+
+def children_of(pid: int) -> set[int]:
+    """The process ids of ``pid``'s children (from /proc)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found.update(int(c) for c in text)
+    return found

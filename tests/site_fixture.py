@@ -28,6 +28,7 @@ from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH, LEGACY_CARD_PATH, parse_b
 from tests.servers import run_uvicorn
 
 Answer = tuple[int, dict[str, str], bytes]
+_DOOR_PATHS = frozenset({"/", CARD_PATH, LEGACY_CARD_PATH, CARD_SIG_PATH, DIRECTORY_PATH})
 JSON = {"content-type": "application/json", "access-control-allow-origin": "*"}
 Scope = MutableMapping[str, Any]
 ASGI = Callable[[Scope, Any, Any], Awaitable[None]]
@@ -42,6 +43,11 @@ class FixtureSite:
     inner: ASGI
     extras: dict[tuple[str, str], Answer] = field(default_factory=dict)
     overrides: dict[tuple[str, str], Answer] = field(default_factory=dict)
+    catch_all: bool = False  # answer 200 with the same page for every path the door lacks
+
+    def reset(self) -> None:
+        self.overrides.clear()
+        self.catch_all = False
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -49,6 +55,9 @@ class FixtureSite:
             return
         route = (scope["method"], scope["path"])
         answer = self.overrides.get(route) or self.extras.get(route)
+        if answer is None and self.catch_all and scope["method"] == "GET" \
+                and scope["path"] not in _DOOR_PATHS:
+            answer = (200, {"content-type": "text/html"}, b"<html><body>app</body></html>")
         if answer is None:
             await self.inner(scope, receive, send)
             return

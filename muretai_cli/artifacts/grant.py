@@ -11,19 +11,20 @@ Redeeming one is a separate signed statement by the visitor:
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from muretai_cli.artifacts._signed import (
     int_field,
-    require_int,
-    require_str,
     sign_object,
     str_field,
     verify_object,
 )
 from muretai_cli.errors import Refused
 from muretai_cli.seam import (
+    ARTIFACT_IAT_SKEW,
     MESSAGE_WINDOW,
     SigningKey,
     canonical_bytes,
@@ -33,7 +34,6 @@ from muretai_cli.seam import (
 
 GRANT_TYP = "muretai/contact-grant/1"
 DEFAULT_TTL = 7 * 86400
-MAX_IAT_SKEW = 300
 REDEEM_METHOD = "contact/redeem"
 
 
@@ -52,7 +52,26 @@ def mint_grant(key: SigningKey, *, uses: int, now: int, ttl: int = DEFAULT_TTL,
     return sign_object(key, body)
 
 
-def check_grant(grant: object, *, for_did: str, now: int) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A contact grant whose signature verified for the door that issued it, unexpired when
+    checked. Built only by ``check_grant``; ``doc`` is the signed document as received (what
+    a visitor sends back, and what ``sig`` covers), read-only."""
+
+    did: str
+    id: str
+    uses: int
+    iat: int
+    exp: int
+    purpose: str | None
+    sig: str
+    doc: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.doc)
+
+
+def check_grant(grant: object, *, for_did: str, now: int) -> Grant:
     """Verify a grant for the door ``for_did`` at ``now``; returns it, or raises ``Refused``.
 
     Checks, in order: shape and ``typ``; integer fields; ``did`` is the DID the caller
@@ -62,29 +81,29 @@ def check_grant(grant: object, *, for_did: str, now: int) -> dict[str, Any]:
         raise Refused("malformed-grant", "a grant is a JSON object")
     if grant.get("typ") != GRANT_TYP:
         raise Refused("wrong-typ", f"typ must be {GRANT_TYP!r}")
-    issuer = require_str(grant, "did", code="malformed-grant")
-    grant_id = require_str(grant, "id", code="malformed-grant", limit=256)
-    assert issuer is not None and grant_id is not None
+    issuer = str_field(grant, "did", code="malformed-grant")
+    grant_id = str_field(grant, "id", code="malformed-grant", limit=256)
     if len(grant_id) < 16:
         raise Refused("malformed-grant", "a grant id carries at least 128 bits (16+ characters)")
-    uses = require_int(grant, "uses", code="malformed-grant")
-    iat = require_int(grant, "iat", code="malformed-grant")
-    exp = require_int(grant, "exp", code="malformed-grant")
-    assert uses is not None and iat is not None and exp is not None
+    uses = int_field(grant, "uses", code="malformed-grant")
+    iat = int_field(grant, "iat", code="malformed-grant")
+    exp = int_field(grant, "exp", code="malformed-grant")
     if uses < 1:
         raise Refused("malformed-grant", "uses must be at least 1")
-    if "purpose" in grant and not isinstance(grant["purpose"], str):
+    purpose = grant.get("purpose")
+    if "purpose" in grant and not isinstance(purpose, str):
         raise Refused("malformed-grant", "purpose must be a string")
     if not isinstance(for_did, str) or not for_did:
         raise Refused("grant-for-other-did", "the verifier was given no DID to expect")
     if issuer != for_did:
         raise Refused("grant-for-other-did", f"the grant is issued by {issuer}, not {for_did}")
     verify_object(grant, issuer)
-    if iat > now + MAX_IAT_SKEW:
+    if iat > now + ARTIFACT_IAT_SKEW:
         raise Refused("issued-in-future", f"iat is {iat - now} s in the future")
     if exp <= now:
         raise Refused("expired", f"the grant expired {now - exp} s ago")
-    return dict(grant)
+    return Grant(issuer, grant_id, uses, iat, exp, purpose if isinstance(purpose, str) else None,
+                 grant["sig"], MappingProxyType(dict(grant)))
 
 
 def redeem_payload(grant_id: str, from_did: str, to_did: str, timestamp: int) -> bytes:
@@ -121,11 +140,14 @@ def check_redeemer(params: object, *, door_did: str, now: int,
     return grant, from_did
 
 
-def check_redeem(params: object, *, door_did: str, now: int, window: int = MESSAGE_WINDOW
-                 ) -> tuple[dict[str, Any], str]:
+def check_redeem(params: object, *, door_did: str, now: int, window: int = MESSAGE_WINDOW,
+                 admit: Callable[[str], None] | None = None) -> tuple[Grant, str]:
     """Verify ``contact/redeem`` params at the door; returns ``(grant, redeemer DID)``:
-    ``check_redeemer`` (shape, freshness, signature), then the grant itself (``check_grant``).
+    ``check_redeemer`` (shape, freshness, signature), then ``admit(redeemer)`` when given
+    (a door's rate and lists: it raises to refuse), then the grant itself (``check_grant``).
     """
     grant, from_did = check_redeemer(params, door_did=door_did, now=now, window=window)
+    if admit is not None:
+        admit(from_did)
     return check_grant(grant, for_did=door_did, now=now), from_did
 

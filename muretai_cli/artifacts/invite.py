@@ -32,6 +32,7 @@ from muretai_cli.seam import (
     SigningKey,
     canonical_bytes,
     check_fresh,
+    is_enc_pub,
     parse_document,
     public_from_did,
     sign_envelope,
@@ -48,7 +49,6 @@ MAX_NAME = 200
 MAX_NONCE = 256
 MAX_INVITE_TEXT = 16 * 1024
 _EXP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _B64URL = re.compile(r"[A-Za-z0-9_-]*")
 
 
@@ -80,7 +80,7 @@ def _optional_str(obj: Mapping[str, Any], name: str, code: str, limit: int = 204
 
 def _enc_pub(obj: Mapping[str, Any], code: str) -> str | None:
     value = _optional_str(obj, "enc_pub", code, 64)
-    if value is not None and not _HEX64.fullmatch(value):
+    if value is not None and not is_enc_pub(value):
         raise Refused(code, "enc_pub is 64 lowercase hex characters (an X25519 key)")
     return value
 
@@ -132,7 +132,10 @@ def mint_invite(key: SigningKey, *, name: str, exp: int, url: str = "",
     """A signed invite card with a fresh 128-bit hex nonce."""
     if not url and not relay:
         raise InputError("unreachable-identity", "an invite needs a door url or a relay, so "
-                                                 "the person invited can answer")
+                                                 "the person invited can answer",
+                         hint="give --url URL (your door's public base URL: `muretai serve`) "
+                              "or --relay URL, or record a relay for this identity once: "
+                              "`muretai id relay NAME URL`")
     body: dict[str, Any] = {"v": 1, "did": key.did, "name": name, "specialty": specialty,
                             "url": url, "nonce": secrets.token_hex(16), "exp": iso_utc(exp)}
     if relay:

@@ -88,7 +88,6 @@ def _message_of(doc: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(params, dict) or not isinstance(params.get("message"), dict):
             raise Refused("not-a2a-message", "params.message must be an object")
         doc = params["message"]
-        assert isinstance(doc, dict)
     if doc.get("kind", "message") != "message":
         raise Refused("not-a2a-message", f"kind is {doc.get('kind')!r}, not 'message'")
     return doc

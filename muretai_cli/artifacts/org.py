@@ -6,14 +6,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
-from muretai_cli.artifacts._signed import require_int, require_str, sign_object, verify_object
+from muretai_cli.artifacts._signed import (
+    int_field,
+    require_int,
+    require_str,
+    sign_object,
+    str_field,
+    verify_object,
+)
 from muretai_cli.errors import Refused
-from muretai_cli.seam import SigningKey
+from muretai_cli.seam import ARTIFACT_IAT_SKEW, SigningKey
 
 ORG_TYP = "muretai/org-membership/1"
-MAX_IAT_SKEW = 300
 
 
 def attest_member(org_key: SigningKey, *, member_did: str, org_name: str, now: int,
@@ -27,27 +36,45 @@ def attest_member(org_key: SigningKey, *, member_did: str, org_name: str, now: i
     return sign_object(org_key, body)
 
 
-def check_membership(doc: object, *, agent_did: str, now: int) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """An org membership whose signature verified under ``org_did`` for the agent the caller
+    named, unexpired when checked. Built only by ``check_membership``; ``org_name`` is what
+    the org *claims* (a trust list says whether it is that org). ``doc`` is the signed
+    document as received (what a card publishes), read-only."""
+
+    org_did: str
+    agent_did: str
+    org_name: str
+    role: str | None
+    iat: int
+    exp: int | None
+    doc: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.doc)
+
+
+def check_membership(doc: object, *, agent_did: str, now: int) -> Membership:
     """Verify a membership for the agent the caller names; returns it or raises ``Refused``."""
     if not isinstance(doc, dict):
         raise Refused("malformed-membership", "a membership is a JSON object")
     if doc.get("typ") != ORG_TYP:
         raise Refused("wrong-typ", f"typ must be {ORG_TYP!r}")
-    org_did = require_str(doc, "orgDid", code="malformed-membership")
-    member = require_str(doc, "agentDid", code="malformed-membership")
-    require_str(doc, "orgName", code="malformed-membership", limit=200)
-    require_str(doc, "role", code="malformed-membership", optional=True, limit=200)
-    iat = require_int(doc, "iat", code="malformed-membership")
+    org_did = str_field(doc, "orgDid", code="malformed-membership")
+    member = str_field(doc, "agentDid", code="malformed-membership")
+    org_name = str_field(doc, "orgName", code="malformed-membership", limit=200)
+    role = require_str(doc, "role", code="malformed-membership", optional=True, limit=200)
+    iat = int_field(doc, "iat", code="malformed-membership")
     exp = require_int(doc, "exp", code="malformed-membership", optional=True)
-    assert org_did is not None and iat is not None
     if not isinstance(agent_did, str) or not agent_did:
         raise Refused("membership-for-other-agent", "the verifier was given no agent DID")
     if member != agent_did:
         raise Refused("membership-for-other-agent", f"the membership names {member}, "
                                                     f"not {agent_did}")
     verify_object(doc, org_did)
-    if iat > now + MAX_IAT_SKEW:
+    if iat > now + ARTIFACT_IAT_SKEW:
         raise Refused("issued-in-future", f"iat is {iat - now} s in the future")
     if exp is not None and exp <= now:
         raise Refused("expired", f"the membership expired {now - exp} s ago")
-    return dict(doc)
+    return Membership(org_did, member, org_name, role, iat, exp, MappingProxyType(dict(doc)))

@@ -164,6 +164,12 @@ def _add_join(app: typer.Typer) -> None:
     _invite.register_join(app)
 
 
+def _add_probe(app: typer.Typer) -> None:
+    from muretai_cli.cli import _probe
+
+    _probe.register(app)
+
+
 def _add_doctor(app: typer.Typer) -> None:
     from muretai_cli.cli import _doctor
 
@@ -194,6 +200,7 @@ _REGISTER: dict[str, Callable[[typer.Typer], None]] = {
     "domain": _add_domain,
     "db": _add_db,
     "site": _add_site,
+    "probe": _add_probe,
     "schema": _add_schema,
     "invite": _add_invite,
     "join": _add_join,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from muretai_cli.cli._out import fail, note
+from muretai_cli.cli._out import note
 from muretai_cli.cli._text import safe
 from muretai_cli.errors import InputError, MuretaiError
 
@@ -72,7 +72,9 @@ def _resolved_did(ctx: typer.Context, param: typer.CallbackParam,
                   value: str | None) -> str | None:
     if value is None or ctx.resilient_parsing:
         return value
-    try:
-        return did_option(value, param.opts[0])
-    except MuretaiError as exc:  # parsed before the command runs: rendered here
-        raise fail(exc, bool(ctx.params.get("json_out"))) from None
+    from muretai_cli.cli._tree import JSON_META
+
+    # Parsed before the command runs: the root, rendering a refusal, must know the format
+    # now (--json is eager, so it is parsed already).
+    ctx.meta[JSON_META] = bool(ctx.params.get("json_out"))
+    return did_option(value, param.opts[0])

@@ -188,7 +188,7 @@ def serve(
         from muretai_cli.seam import parse_document
 
         doc = parse_document(read_input(str(org)))
-        membership = check_membership(doc, agent_did=ident.did, now=int(time.time()))
+        membership = check_membership(doc, agent_did=ident.did, now=int(time.time())).to_json()
 
     from muretai_cli.db import is_postgres_url
     from muretai_cli.door.serve import serve_door

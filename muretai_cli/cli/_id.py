@@ -44,16 +44,27 @@ def new(
         raw = read_input(seed_file, limit=4096)
         seed = parse_seed_hex(raw.decode("ascii", "replace"), seed_file)
     ident = _store(keys).create(name, seed)
+    warnings = []
     if relay_url is not None:
         from muretai_cli.home import Profiles
 
         Profiles().set_relay(ident.did, relay_url)
+        warnings.append(_unpublished(ident.name, relay_url))
     if json_out:
         emit_json({"ok": True, "name": ident.name, "did": ident.did, "path": str(ident.path),
-                   "relay": relay_url})
+                   "relay": relay_url, "warnings": warnings})
     else:
         say(ident.did)
         typer.echo(f"created {ident.name} at {ident.path}", err=True)
+    for w in warnings:
+        note(f"warning: {w['code']}: {w['message']}")
+
+
+def _unpublished(name: str, relay: str) -> dict[str, str]:
+    """The warning that an identity names a relay that holds no card of it yet."""
+    return {"code": "card-not-published", "message": (
+        f"{relay} holds no card for {name} yet, so no peer can find it there or reply to it; "
+        f"publish it: `muretai card publish --as {name}`")}
 
 
 @app.command("list")

@@ -286,7 +286,10 @@ def _join_by_relay(key: SigningKey, got: Invite, claim: dict[str, Any], message:
     from muretai_cli.visit.relay import RelayClient
     from muretai_cli.visit.send import Sender, send_dm
 
-    assert got.relay is not None and got.enc_pub is not None  # join checked both
+    if got.relay is None or got.enc_pub is None:  # join chose this way for having both
+        from muretai_cli.errors import Refused
+
+        raise Refused("unreachable-identity", "the invite names no relay and enc_pub")
     relay = RelayClient(got.relay, client_for, timeout=parse_seconds(timeout))
     out: dict[str, Any] = {"claim": claim_via_relay(relay, key, to=got.did,
                                                     enc_pub=got.enc_pub, claim=claim)}

@@ -219,7 +219,7 @@ def senders_allow(ctx: typer.Context, did: Annotated[str, typer.Argument(metavar
 @senders_app.command("block")
 def senders_block(ctx: typer.Context, did: Annotated[str, typer.Argument(metavar="DID")],
                   json_out: JsonOpt = False) -> None:
-    """Refuse this sender outright (-32010), whatever grant it holds."""
+    """Refuse this sender outright (introduction required), whatever grant it holds."""
     _set(ctx, did, "blocked", json_out, "blocked")
 
 

@@ -65,8 +65,7 @@ def message_text(message: str | None, message_file: str | None) -> str:
                                   "(exactly one)")
     if message_file is not None:
         return _text_of(read_input(message_file, limit=MAX_MESSAGE_BYTES), message_file)
-    assert message is not None
-    if message == "-":
+    if message == "-" or message is None:
         return _text_of(read_input("-", limit=MAX_MESSAGE_BYTES), "stdin")
     return message
 
@@ -176,7 +175,8 @@ def dm(
         signer = request_signer(key, agent=wba_agent)
     sender = Sender(key, store, ConnectionStore(key.did), client_for, int(time.time()),
                     my_relay=Profiles().relay_of(key.did), timeout=parse_seconds(timeout),
-                    max_bytes=max_bytes, pins=PinStore(), trust=TrustList(), signer=signer)
+                    max_bytes=max_bytes, pins=PinStore(), trust=TrustList(), signer=signer,
+                    name=ident.name)
 
     def run() -> None:
         with progress(f"sending to {did}"):

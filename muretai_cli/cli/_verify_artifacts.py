@@ -46,8 +46,11 @@ def register(app: typer.Typer) -> None:
 
         def check(doc: object) -> Verdict:
             grant = check_grant(doc, for_did=for_, now=clock)
-            return Verdict.of("grant", [], {k: grant[k] for k in (
-                "id", "did", "uses", "iat", "exp", "purpose") if k in grant})
+            facts: dict[str, Any] = {"id": grant.id, "did": grant.did, "uses": grant.uses,
+                                     "iat": grant.iat, "exp": grant.exp}
+            if grant.purpose is not None:
+                facts["purpose"] = grant.purpose
+            return Verdict.of("grant", [], facts)
 
         verify_batch(files, json_out, check, _grant_summary, fmt=fmt)
 
@@ -69,10 +72,10 @@ def register(app: typer.Typer) -> None:
 
         def check(doc: object) -> Verdict:
             member = check_membership(doc, agent_did=agent, now=clock)
-            trusted = trust.get(member["orgDid"])
+            trusted = trust.get(member.org_did)
             return Verdict.of("org", [], {
-                "orgDid": member["orgDid"], "agentDid": member["agentDid"],
-                "orgName": member["orgName"], "role": member.get("role"),
+                "orgDid": member.org_did, "agentDid": member.agent_did,
+                "orgName": member.org_name, "role": member.role,
                 "trusted": trusted is not None,
                 "trustedName": trusted.name if trusted else None})
 

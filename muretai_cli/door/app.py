@@ -24,7 +24,7 @@ from starlette.applications import Starlette
 
 from muretai_cli.db import DatabaseUnavailable
 from muretai_cli.door.core import JSON_HEADERS, UNAVAILABLE, Door
-from muretai_cli.inbox.ladder import MAX_BODY
+from muretai_cli.seam import MAX_BODY
 from muretai_cli.transport.asgi import (
     BodyRefused,
     Headers,

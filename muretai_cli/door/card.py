@@ -24,6 +24,17 @@ PROTOCOL_VERSION = "0.2"
 SCHEME = "did-key-ed25519"
 
 
+def _publish(card: dict[str, Any], config: DoorConfig, endpoint: str) -> None:
+    """The card's published extras: the owner's skills, declared order and interfaces."""
+    from muretai_cli.door.publish import supported_interfaces
+
+    card["skills"].extend(dict(s) for s in config.skills)
+    if config.prefer:
+        card["agentEntry"]["prefer"] = [p if isinstance(p, str) else dict(p)
+                                        for p in config.prefer]
+    card["supportedInterfaces"] = supported_interfaces(endpoint, PROTOCOL_VERSION)
+
+
 class PublishedCard:
     """One identity's card as its door serves it, and the signed envelope around it."""
 
@@ -139,18 +150,6 @@ class PublishedCard:
     def envelope_bytes(self) -> bytes:
         self._refresh(int(self.clock()))
         return self._env_bytes
-
-
-
-def _publish(card: dict[str, Any], config: DoorConfig, endpoint: str) -> None:
-    """The card's published extras: the owner's skills, declared order and interfaces."""
-    from muretai_cli.door.publish import supported_interfaces
-
-    card["skills"].extend(dict(s) for s in config.skills)
-    if config.prefer:
-        card["agentEntry"]["prefer"] = [p if isinstance(p, str) else dict(p)
-                                        for p in config.prefer]
-    card["supportedInterfaces"] = supported_interfaces(endpoint, PROTOCOL_VERSION)
 
 
 def terms(did: str, endpoint: str, policy: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.db import DatabaseUnavailable
@@ -23,7 +23,8 @@ from muretai_cli.door.config import DoorConfig
 from muretai_cli.door.executors import IN_PLACE, Grouped, InPlace, SharedRateLimits, at_once
 from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import consent, ladder
-from muretai_cli.inbox.ladder import RpcError
+from muretai_cli.inbox.arrival import DOOR_WINDOW, Arrival, read_message
+from muretai_cli.inbox.ladder import Code, RpcError
 from muretai_cli.inbox.store import IdentityStore, Limits
 from muretai_cli.rate import RateLimits
 
@@ -43,7 +44,6 @@ log = logging.getLogger("uvicorn.error")
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
-
 Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]
 
 
@@ -54,15 +54,20 @@ class Delivered:
 
     answer: Answer
     rid: Any
-    message: dict[str, Any]  # the verified six fields, sig and proved replyTo
+    arrival: Arrival  # as it was committed: verified, its replyTo proved
+
+    @property
+    def message(self) -> dict[str, Any]:
+        """What ``--on-message`` is given: the verified six fields, sig and proved replyTo."""
+        return self.arrival.to_json()
 
 
-# contact/redeem refusals by the artifact's reason: JSON-RPC codes (default -32001).
-_REDEEM_CODES = {"malformed-grant": -32602, "grant-for-other-did": -32011, "stale": -32002,
-                 "from-the-future": -32002}
+# contact/redeem refusals by the artifact's reason: JSON-RPC codes (default: the signature's).
+_REDEEM_CODES = {"malformed-grant": Code.INVALID_PARAMS, "grant-for-other-did": Code.GRANT_REFUSED,
+                 "stale": Code.REPLAY_OR_STALE, "from-the-future": Code.REPLAY_OR_STALE}
 # The database is away: HTTP 503, a JSON-RPC error, retry in a second.
 UNAVAILABLE: Answer = (503, _dumps({"jsonrpc": "2.0", "id": None, "error": {
-    "code": -32603, "message": "Service unavailable",
+    "code": int(Code.INTERNAL_ERROR), "message": "Service unavailable",
     "data": {"reason": "database-unavailable", "retryAfter": 1}}}).encode(),
     (*JSON_HEADERS, (b"retry-after", b"1")))
 
@@ -115,13 +120,13 @@ class Door:
 
     # -- a POST --------------------------------------------------------------------------
     def handle_post(self, raw: bytes, wba: WbaVerdict | None = None) -> Answer:
-        """One POST body to one HTTP answer. Never raises; -32603 at worst."""
+        """One POST body to one HTTP answer. Never raises; an internal error at worst."""
         return self.receive(raw, wba)[0]
 
     def receive(self, raw: bytes, wba: WbaVerdict | None = None
                 ) -> tuple[Answer, Delivered | None]:
         """One POST body to its answer, and the message it delivered (None if it delivered
-        nothing new). Never raises; -32603 at worst.
+        nothing new). Never raises; an internal error at worst.
 
         ``wba`` is the Web Bot Auth verdict on the request that carried it (when signed):
         kept with the message and told in the events, never a reason to admit or refuse.
@@ -174,21 +179,21 @@ class Door:
         except Exception:
             log.exception("door: internal error answering a POST")
             body = {"jsonrpc": "2.0", "id": rid,
-                    "error": {"code": -32603, "message": "Internal error"}}
+                    "error": {"code": int(Code.INTERNAL_ERROR), "message": "Internal error"}}
             return (200, _dumps(body).encode(), JSON_HEADERS), None
 
     def answered(self, delivered: Delivered, outcome: Outcome) -> Answer:
         """The answer to a delivered message once ``--on-message`` ran: a reply signed over
         its text (kept for an exact repeat), else the receipt already made, with a warning
         when CMD failed. Never raises: the receipt at worst."""
-        fields = delivered.message
+        arrival = delivered.arrival
         facts: dict[str, Any] = {"by": "receipt"}
         answer = delivered.answer
         try:
             if outcome.text is not None:
-                reply = self._reply(fields, outcome.text, int(self.clock()))
+                reply = self._reply(arrival, outcome.text, int(self.clock()))
                 signed = _result(delivered.rid, reply)
-                self.store.keep_reply(fields["from"], fields["messageId"], _dumps(reply))
+                self.store.keep_reply(arrival.sender, arrival.message_id, _dumps(reply))
                 answer, facts = signed, {"by": "on-message"}
             elif outcome.code is not None:
                 facts["warning"] = {"code": outcome.code, "message": outcome.message}
@@ -200,7 +205,7 @@ class Door:
         if self.on_event is None and "warning" in facts:
             log.warning("door: on-message %s: %s", outcome.code, outcome.message)
         self._tell("answered", "message/send", {"message": {
-            "messageId": fields["messageId"], "metadata": {"from": fields["from"]}}}, **facts)
+            "messageId": arrival.message_id, "metadata": {"from": arrival.sender}}}, **facts)
         return answer
 
     def _tell(self, event: str, method: str | None, params: object, **facts: Any) -> None:
@@ -216,45 +221,41 @@ class Door:
     @staticmethod
     def _refuse_rate(wait: int) -> None:
         if wait:
-            raise RpcError(-32004, "rate-limited", status=429,
+            raise RpcError(Code.RATE_LIMITED, "rate-limited", status=429,
                            data={"reason": "rate-limited", "retryAfter": wait},
                            headers=((b"retry-after", str(wait).encode()),))
 
     async def _message(self, params: dict[str, Any], now: int, wba: dict[str, Any] | None,
-                       io: InPlace) -> tuple[dict[str, Any], dict[str, Any] | None]:
+                       io: InPlace) -> tuple[dict[str, Any], Arrival | None]:
         """The reply to a message/send, and the message if consent delivered it now."""
-        env = ladder.a2a_message(params)
-        ladder.text_size(env["text"])
-        fields = ladder.six(env, self.terms)
-        ladder.recipient(fields, self.did)
-        ladder.fresh(fields["timestamp"], now)
+        arrival = read_message(params, me=self.did, now=now, window=DOOR_WINDOW,
+                               terms=self.terms)
         store = self.store
-        seen, status = await io.lookup(store, fields["messageId"], fields["from"], now)
+        seen, status = await io.lookup(store, arrival.message_id, arrival.sender, now)
         if seen:
             # An exact repeat of an accepted message (a visitor whose answer was lost) gets
             # the reply it was given, marked recovered; nothing is delivered twice.
-            kept = await io.call(lambda: store.kept_reply({**fields, "sig": env["sig"]}))
+            kept = await io.call(lambda: store.kept_reply(arrival))
             if kept is None:
-                raise RpcError(-32002, "replay")
+                raise RpcError(Code.REPLAY_OR_STALE, "replay")
             kept.setdefault("metadata", {})["recovered"] = True
             return kept, None
-        ladder.signature(fields, env["sig"])
+        arrival.verify()
         # Shared rate counts (several processes) are store calls: counted with the commit
         # (one transaction) unless the policy's own store calls (a hold) come first.
         limits: Limits = []
         if isinstance(self.rate, SharedRateLimits):
-            limits = self.rate.limits(fields["from"])
+            limits = self.rate.limits(arrival.sender)
         else:
-            self._rate(fields["from"], self.clock())
-        fields["sig"] = env["sig"]
-        reply = self._reply(fields, f"accepted: delivered to {self.config.name}'s inbox", now)
+            self._rate(arrival.sender, self.clock())
+        reply = self._reply(arrival, f"accepted: delivered to {self.config.name}'s inbox", now)
         from muretai_cli.inbox.relayed import proved_reply_to
 
-        hint = env["replyTo"]
-        admitted = {**fields, "relay": env["relay"], "reply": _dumps(reply),
-                    "replyTo": None if hint is None else await io.call(
-                        lambda: proved_reply_to(store, self.did, fields, hint)),
-                    "wba": _dumps(wba) if wba is not None else None}
+        hint = arrival.reply_hint
+        admitted = replace(
+            arrival, reply=_dumps(reply), wba=_dumps(wba) if wba is not None else None,
+            reply_to=None if hint is None else await io.call(
+                lambda: proved_reply_to(store, self.did, arrival, hint)))
         policy = self.config.policy
         if consent.consults_store(policy, status):
             if limits:  # counted before a hold: a flood of strangers is limited too
@@ -272,14 +273,11 @@ class Door:
         accepted, wait = await io.accept(store, admitted, now, limits)
         self._refuse_rate(wait)
         if not accepted:
-            raise RpcError(-32002, "replay")
+            raise RpcError(Code.REPLAY_OR_STALE, "replay")
         if now - self._last_prune > 60:
             self._last_prune = now
             await io.call(lambda: store.prune(now))
-        from muretai_cli.seam import SIGNED_FIELDS
-
-        message = {k: admitted[k] for k in (*SIGNED_FIELDS, "sig", "replyTo")}
-        return reply, message
+        return reply, admitted
 
     def _gate(self, request_id: str) -> dict[str, Any]:
         """The WebMCP gate shape: what a person must do, and what the agent should do."""
@@ -295,40 +293,47 @@ class Door:
                          "decision.",
         }
 
-    def _reply(self, env: dict[str, Any], text: str, now: int) -> dict[str, Any]:
+    def _reply(self, to: Arrival, text: str, now: int) -> dict[str, Any]:
         from muretai_cli.artifacts.message import reply_message_id, signed_message
 
         # The reply's signed messageId and contextId bind it to the request it answers.
-        message = signed_message(self.key, to=env["from"],
+        message = signed_message(self.key, to=to.sender,
                                  text=text,
-                                 now=now, context_id=env["contextId"],
-                                 role="agent", reply_to=env["messageId"],
-                                 message_id=reply_message_id(env["from"], env["messageId"]))
-        message["contextId"] = env["contextId"]
+                                 now=now, context_id=to.context_id,
+                                 role="agent", reply_to=to.message_id,
+                                 message_id=reply_message_id(to.sender, to.message_id))
+        message["contextId"] = to.context_id
         return message
 
     # -- contact/redeem --------------------------------------------------------------------
     def _redeem(self, params: dict[str, Any], now: int) -> dict[str, Any]:
-        from muretai_cli.artifacts.grant import check_grant, check_redeemer
+        from muretai_cli.artifacts.grant import check_redeem
+
+        admitted: list[str] = []  # the redeemer, once its signature verified and it passed
+
+        def admit(sender: str) -> None:  # between the redeemer's half and the grant's
+            self._rate(sender, self.clock())
+            if self.store.sender_status(sender) == "blocked":
+                raise RpcError(Code.INTRODUCTION_REQUIRED, "blocked")
+            admitted.append(sender)
 
         try:
-            grant, sender = check_redeemer(params, door_did=self.did, now=now)
-        except MuretaiError as exc:
-            raise ladder.refused(_REDEEM_CODES.get(exc.code, -32001), exc) from None
-        self._rate(sender, self.clock())
-        if self.store.sender_status(sender) == "blocked":
-            raise RpcError(-32010, "blocked")
+            checked, sender = check_redeem(params, door_did=self.did, now=now, admit=admit)
+        except DatabaseUnavailable:
+            raise
+        except MuretaiError as exc:  # the redeemer's half, or (once admitted) the grant's
+            raise ladder.refused(Code.GRANT_REFUSED if admitted else
+                                 _REDEEM_CODES.get(exc.code, Code.SIGNATURE), exc) from None
         try:
-            checked = check_grant(grant, for_did=self.did, now=now)
-            stored = self.store.grant(checked["id"])
-            if stored is None or stored.doc.get("sig") != checked.get("sig"):
-                raise RpcError(-32011, "unknown-grant")
-            expires = self.store.redeem(checked["id"], sender, now)
+            stored = self.store.grant(checked.id)
+            if stored is None or stored.doc.get("sig") != checked.sig:
+                raise RpcError(Code.GRANT_REFUSED, "unknown-grant")
+            expires = self.store.redeem(checked.id, sender, now)
         except DatabaseUnavailable:
             raise
         except MuretaiError as exc:
-            raise ladder.refused(-32011, exc) from None
-        return {"ok": True, "expires": expires, "grantId": checked["id"]}
+            raise ladder.refused(Code.GRANT_REFUSED, exc) from None
+        return {"ok": True, "expires": expires, "grantId": checked.id}
 
 
     # -- onboard/claim: the answer to an invite this identity issued (inbox/claims.py) --------

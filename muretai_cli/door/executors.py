@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from muretai_cli.db import Batcher
 
 if TYPE_CHECKING:
+    from muretai_cli.inbox.arrival import Arrival
     from muretai_cli.inbox.store import IdentityStore, Limits
 
 __all__ = ["IN_PLACE", "Grouped", "InPlace", "SharedRateLimits", "at_once"]
@@ -51,12 +52,12 @@ class InPlace:
                      ) -> tuple[bool, str | None]:
         return store.lookup(message_id, sender, now)
 
-    async def accept(self, store: IdentityStore, env: dict[str, Any], now: int, limits: Limits
+    async def accept(self, store: IdentityStore, arrival: Arrival, now: int, limits: Limits
                      ) -> tuple[bool, int]:
         """Count the request against its shared rate ``limits`` (none: not counted here)
         and, if they admit it, commit the message: ``(accepted, wait)``, as
         ``IdentityStore.lookup_and_accept`` gives each accept."""
-        return store.lookup_and_accept((), [(env, now, limits)])[1][0]
+        return store.lookup_and_accept((), [(arrival, now, limits)])[1][0]
 
     async def take_rate(self, store: IdentityStore, limits: Limits, now: int) -> int:
         return store.take_rate(limits, now)
@@ -77,7 +78,7 @@ class _Lookup:
 
 @dataclass(frozen=True, slots=True)
 class _Accept:
-    env: dict[str, Any]
+    arrival: Arrival
     now: int
     limits: Limits
 
@@ -104,7 +105,7 @@ class Grouped(InPlace):
         """A batch's results in its order: a lookup's (seen, status), an accept's
         (accepted, wait)."""
         lookups = [(i.message_id, i.sender, i.now) for i in items if isinstance(i, _Lookup)]
-        accepts = [(i.env, i.now, i.limits) for i in items if isinstance(i, _Accept)]
+        accepts = [(i.arrival, i.now, i.limits) for i in items if isinstance(i, _Accept)]
         looked, accepted = self.store.lookup_and_accept(lookups, accepts)
         done_l, done_a = iter(looked), iter(accepted)
         return [next(done_l) if isinstance(item, _Lookup) else next(done_a) for item in items]
@@ -114,9 +115,9 @@ class Grouped(InPlace):
         seen, status = await self.batches.submit(_Lookup(message_id, sender, now))
         return bool(seen), None if status is None else str(status)
 
-    async def accept(self, store: IdentityStore, env: dict[str, Any], now: int, limits: Limits
+    async def accept(self, store: IdentityStore, arrival: Arrival, now: int, limits: Limits
                      ) -> tuple[bool, int]:
-        accepted, wait = await self.batches.submit(_Accept(env, now, limits))
+        accepted, wait = await self.batches.submit(_Accept(arrival, now, limits))
         return bool(accepted), int(wait or 0)
 
     async def take_rate(self, store: IdentityStore, limits: Limits, now: int) -> int:

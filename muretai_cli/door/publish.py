@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from muretai_cli.errors import InputError
+from muretai_cli.urls import AGENT_ENTRY_REL
 
-# The absolute relation agent-entry names its door with (RFC 8288 §2.1.2: an unregistered
-# relation is a URI). ``service-desc`` is RFC 8631's registered one.
-AGENT_ENTRY_REL = "https://muretai.net/rel/agent-entry"
+__all__ = ["AGENT_ENTRY_REL", "link_value", "load_skills", "notice", "parse_prefer",
+           "supported_interfaces"]
 PREFER_KINDS = ("page", "card", "mcp")
 PREFER_WHEN = ("person", "alone", "key", "no-key", "token", "browser")
 MAX_PREFER = 12

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from muretai_cli.errors import InputError
-from muretai_cli.inbox.ladder import MAX_TEXT
+from muretai_cli.seam import MAX_TEXT
 
 TIMEOUT = 5.0  # seconds: well inside a visitor's knock deadline (30 s)
 MAX_OUTPUT = MAX_TEXT  # bytes of stdout: a reply is bounded as the door bounds what it takes

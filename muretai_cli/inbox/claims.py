@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from muretai_cli.artifacts.invite import Claim, accept_claim
 from muretai_cli.inbox.invites import Contact, InviteStore
+from muretai_cli.inbox.ladder import Code
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.store import IdentityStore
@@ -33,13 +34,19 @@ class Joined:
 
 
 def process_claim(obj: object, *, me: str, store: IdentityStore, now: int,
-                  rate: Callable[[str], None] | None = None) -> Joined:
+                  rate: Callable[[str], None] | None = None,
+                  deposited: int | None = None) -> Joined:
     """Honour a claim for the identity ``me`` or raise ``Refused`` having changed nothing.
 
     Nothing is read from the store before the signature verified; ``rate`` (the door's
     per-sender limit) is then charged to the signer. Then one transaction: a sender the
     owner blocked stays blocked (``blocked``, nothing spent), the nonce is spent, the
     joiner recorded as a contact and made an allowed sender; all of it or none.
+
+    ``deposited``: a relayed claim, judged as of when the relay took it (its ``received``;
+    the inviter reads it at its next turn-check, maybe days later): signed within the claim
+    window of that moment, and the invite unexpired then. Revocation and uses are judged
+    now. The relay's age window is the caller's (``inbox.relayed``).
     """
     outcome: list[bool] = []
 
@@ -49,18 +56,22 @@ def process_claim(obj: object, *, me: str, store: IdentityStore, now: int,
         joiner = Contact(claim.from_did, claim.name, claim.relay, claim.enc_pub, claim.url,
                          now, "claimed-invite")
         outcome.append(InviteStore(store.db).redeem(
-            claim.nonce, joiner, now, admit=lambda tx: store.admit_joiner(tx, joiner.did, now)))
+            claim.nonce, joiner, now, admit=lambda tx: store.admit_joiner(tx, joiner.did, now),
+            valid_at=deposited))
 
-    claim = accept_claim(obj, inviter_did=me, now=now, spend=spend)
+    claim = accept_claim(obj, inviter_did=me, now=now if deposited is None else deposited,
+                         spend=spend)
     return Joined(claim, outcome[0])
 
 
-_RPC_CODES = {"wrong-recipient": -32003, "stale": -32002, "from-the-future": -32002,
-              "blocked": -32010, "malformed-claim": -32602, "claim-fields-altered": -32602,
-              "unknown-nonce": -32011, "revoked-invite": -32011, "expired-invite": -32011,
-              "invite-used-up": -32011}
+_RPC_CODES = {"wrong-recipient": Code.NOT_FOR_ME, "stale": Code.REPLAY_OR_STALE,
+              "from-the-future": Code.REPLAY_OR_STALE, "blocked": Code.INTRODUCTION_REQUIRED,
+              "malformed-claim": Code.INVALID_PARAMS, "claim-fields-altered": Code.INVALID_PARAMS,
+              "unknown-nonce": Code.GRANT_REFUSED, "revoked-invite": Code.GRANT_REFUSED,
+              "expired-invite": Code.GRANT_REFUSED, "invite-used-up": Code.GRANT_REFUSED,
+              "reclaim-addresses-differ": Code.GRANT_REFUSED}
 
 
-def rpc_code(reason: str) -> int:
-    """The door's JSON-RPC code for a refused claim (-32001, the signature, by default)."""
-    return _RPC_CODES.get(reason, -32001)
+def rpc_code(reason: str) -> Code:
+    """The door's JSON-RPC code for a refused claim (the signature's, by default)."""
+    return _RPC_CODES.get(reason, Code.SIGNATURE)

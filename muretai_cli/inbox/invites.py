@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from muretai_cli.errors import InputError
+from muretai_cli.errors import InputError, Refused
 from muretai_cli.inbox.store.uses import Uses, spend_use
 
 if TYPE_CHECKING:
@@ -124,17 +124,31 @@ class InviteStore:
         return self._of(row)
 
     def redeem(self, nonce: str, joiner: Contact, now: int,
-               admit: Callable[[Tx], None] | None = None) -> bool:
+               admit: Callable[[Tx], None] | None = None, *,
+               valid_at: int | None = None) -> bool:
         """Spend one use of ``nonce`` for ``joiner``, record the joiner as a contact and run
         ``admit`` (the door store's ``admit_joiner``: blocked, or now an allowed sender), all
         in one exclusive transaction; returns whether the contact is new. A joiner claiming
         the same invite again spends nothing more. ``Refused``: what ``admit`` raises, then
-        ``unknown-nonce``, ``revoked-invite``, ``expired-invite``, ``invite-used-up``."""
+        ``unknown-nonce``, ``revoked-invite``, ``expired-invite`` (at ``valid_at``, default
+        ``now``), ``invite-used-up``, ``reclaim-addresses-differ`` (the joiner claimed it
+        before, and the addresses it gives now are not the contact's)."""
         with self.db.transaction() as tx:
             if admit is not None:
                 admit(tx)
-            spend_use(tx, INVITE_USES, nonce, joiner.did, now)
+            if not spend_use(tx, INVITE_USES, nonce, joiner.did, now, valid_at).now:
+                self._same_addresses(tx, joiner)  # a re-claim: refused if it would redirect
             return self._insert_contact(tx, joiner)
+
+    @staticmethod
+    def _same_addresses(tx: Tx, joiner: Contact) -> None:
+        """A joiner claiming again a nonce it spent: the contact is kept as it was, so a
+        re-claim naming another relay, ``enc_pub`` or URL is refused, not reported joined."""
+        kept = tx.one("SELECT relay, enc_pub, url FROM contacts WHERE did=?", (joiner.did,))
+        if kept is not None and tuple(kept) != (joiner.relay, joiner.enc_pub, joiner.url):
+            raise Refused("reclaim-addresses-differ", "this joiner already claimed this invite "
+                                                      "with another relay, enc_pub or URL; "
+                                                      "the contact is kept as it was")
 
     def _insert_contact(self, tx: Tx, contact: Contact) -> bool:
         return bool(tx.all(

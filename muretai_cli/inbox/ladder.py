@@ -1,4 +1,6 @@
 """The rungs of the ladder, cheapest first; each is a small function that refuses or passes.
+Rungs 1-6 (body, parse, JSON-RPC shape, A2A shape, text size, six fields) are here; the
+receiving pipeline (``arrival.py``) composes 4-10 for the door and the relay drain alike.
 
 Every refusal is an ``RpcError`` carrying a JSON-RPC code, a fixed message and a rule name.
 None of them carries text the caller sent (a verdict, not a diagnosis), so an error can be
@@ -9,53 +11,77 @@ from __future__ import annotations
 
 import math
 import re
+from enum import IntEnum
 from typing import Any
 
 from muretai_cli.artifacts.message import text_of_parts
 from muretai_cli.errors import MuretaiError
-from muretai_cli.seam import MAX_SAFE_INT
+from muretai_cli.seam import MAX_ID_LEN, MAX_SAFE_INT, MAX_TEXT
 
-MAX_BODY = 1024 * 1024
-MAX_TEXT = 64 * 1024
-MAX_ID = 256  # characters of messageId and of contextId (the seam's cap on messageId)
+MAX_ID = MAX_ID_LEN  # characters of messageId and of contextId (the seam's cap on messageId)
 METHODS = ("message/send", "contact/redeem", "onboard/claim")
 
-MESSAGES = {
-    -32700: "Parse error",
-    -32600: "Invalid Request",
-    -32601: "Method not found",
-    -32602: "Invalid params",
-    -32603: "Internal error",
-    -32001: "Signature verification failed",
-    -32002: "Replay or stale message",
-    -32003: "Message not addressed to me",
-    -32004: "Rate limited",
-    -32005: "Message text too large",
-    -32010: "Introduction required",
-    -32011: "Contact grant refused",
-    -32014: "Awaiting approval",
+
+
+class Code(IntEnum):
+    """Every JSON-RPC error code a door answers with, named once (``docs/door.md``'s table)."""
+
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    SIGNATURE = -32001
+    REPLAY_OR_STALE = -32002
+    NOT_FOR_ME = -32003
+    RATE_LIMITED = -32004
+    TEXT_TOO_LARGE = -32005
+    INTRODUCTION_REQUIRED = -32010
+    GRANT_REFUSED = -32011
+    AWAITING_APPROVAL = -32014
+
+
+MESSAGES: dict[int, str] = {
+    Code.PARSE_ERROR: "Parse error",
+    Code.INVALID_REQUEST: "Invalid Request",
+    Code.METHOD_NOT_FOUND: "Method not found",
+    Code.INVALID_PARAMS: "Invalid params",
+    Code.INTERNAL_ERROR: "Internal error",
+    Code.SIGNATURE: "Signature verification failed",
+    Code.REPLAY_OR_STALE: "Replay or stale message",
+    Code.NOT_FOR_ME: "Message not addressed to me",
+    Code.RATE_LIMITED: "Rate limited",
+    Code.TEXT_TOO_LARGE: "Message text too large",
+    Code.INTRODUCTION_REQUIRED: "Introduction required",
+    Code.GRANT_REFUSED: "Contact grant refused",
+    Code.AWAITING_APPROVAL: "Awaiting approval",
 }
 
 
 class RpcError(Exception):
-    """A verdict: JSON-RPC ``code``, a rule name (``reason``), an HTTP status and ``data``."""
+    """A verdict: JSON-RPC ``code``, a rule name (``reason``), an HTTP status and ``data``.
 
-    def __init__(self, code: int, reason: str, *, status: int = 200,
+    ``detail`` is our own sentence for the owner's record (a drained deposit's refusal); it
+    is never written back to the sender, whose answer carries the code's fixed message."""
+
+    def __init__(self, code: Code, reason: str, *, status: int = 200,
                  data: dict[str, Any] | None = None,
-                 headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
-        super().__init__(f"{code} {reason}")
+                 headers: tuple[tuple[bytes, bytes], ...] = (),
+                 detail: str | None = None) -> None:
+        super().__init__(f"{int(code)} {reason}")
         self.code = code
         self.reason = reason
         self.status = status
         self.data = data
         self.headers = headers
+        self.detail = detail
 
     def error_object(self) -> dict[str, Any]:
         data = self.data if self.data is not None else {"reason": self.reason}
-        return {"code": self.code, "message": MESSAGES[self.code], "data": data}
+        return {"code": int(self.code), "message": MESSAGES[self.code], "data": data}
 
 
-def refused(code: int, exc: MuretaiError) -> RpcError:
+def refused(code: Code, exc: MuretaiError) -> RpcError:
     """An ``RpcError`` from a library refusal: its rule name only, never its detail."""
     return RpcError(code, exc.code)
 
@@ -91,11 +117,11 @@ def parse_request(raw: bytes) -> dict[str, Any]:
     try:
         doc = parse_document(raw)
     except MuretaiError as exc:
-        raise RpcError(-32700, exc.code, status=400) from None
+        raise RpcError(Code.PARSE_ERROR, exc.code, status=400) from None
     if not isinstance(doc, dict):
-        raise RpcError(-32600, "not-an-object", status=400)
+        raise RpcError(Code.INVALID_REQUEST, "not-an-object", status=400)
     if b"\\u0000" in raw and _NUL_ESCAPE.search(raw):
-        raise RpcError(-32600, "nul-character")
+        raise RpcError(Code.INVALID_REQUEST, "nul-character")
     return doc
 
 
@@ -103,13 +129,13 @@ def parse_request(raw: bytes) -> dict[str, Any]:
 def rpc_shape(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """``(method, params)`` of a JSON-RPC 2.0 call to one of our methods."""
     if doc.get("jsonrpc") != "2.0":
-        raise RpcError(-32600, "not-jsonrpc-2.0")
+        raise RpcError(Code.INVALID_REQUEST, "not-jsonrpc-2.0")
     method = doc.get("method")
     if not isinstance(method, str) or method not in METHODS:
-        raise RpcError(-32601, "unknown-method")
+        raise RpcError(Code.METHOD_NOT_FOUND, "unknown-method")
     params = doc.get("params")
     if not isinstance(params, dict):
-        raise RpcError(-32602, "params-not-an-object")
+        raise RpcError(Code.INVALID_PARAMS, "params-not-an-object")
     return method, params
 
 
@@ -118,33 +144,33 @@ def a2a_message(params: dict[str, Any]) -> dict[str, Any]:
     """The envelope read from ``params.message`` (six fields + ``sig``), shape checked only."""
     msg = params.get("message")
     if not isinstance(msg, dict):
-        raise RpcError(-32602, "message-not-an-object")
+        raise RpcError(Code.INVALID_PARAMS, "message-not-an-object")
     if msg.get("kind") != "message":
-        raise RpcError(-32600, "not-a2a-message")
+        raise RpcError(Code.INVALID_REQUEST, "not-a2a-message")
     if msg.get("role") != "user":
-        raise RpcError(-32600, "role-not-user")
+        raise RpcError(Code.INVALID_REQUEST, "role-not-user")
     mid = msg.get("messageId")
     if not isinstance(mid, str) or not 0 < len(mid) <= MAX_ID:
-        raise RpcError(-32600, "bad-message-id")
+        raise RpcError(Code.INVALID_REQUEST, "bad-message-id")
     ctx = msg.get("contextId")
     if ctx is not None and (not isinstance(ctx, str) or len(ctx) > MAX_ID):
-        raise RpcError(-32600, "bad-context-id")
+        raise RpcError(Code.INVALID_REQUEST, "bad-context-id")
     meta = msg.get("metadata")
     if meta is None:
         meta = {}
     elif not isinstance(meta, dict):
-        raise RpcError(-32600, "metadata-not-an-object")
+        raise RpcError(Code.INVALID_REQUEST, "metadata-not-an-object")
     for key in ("from", "to", "sig"):
         value = meta.get(key)
         if value is not None and not isinstance(value, str):
-            raise RpcError(-32600, f"bad-{key}")
+            raise RpcError(Code.INVALID_REQUEST, f"bad-{key}")
     try:
         text = text_of_parts(msg.get("parts"))
     except MuretaiError as exc:
-        raise refused(-32600, exc) from None
+        raise refused(Code.INVALID_REQUEST, exc) from None
     if not any(part["text"] for part in msg["parts"]):  # no parts, or only empty ones:
         # nothing was said, nothing to store (two empty parts join to "\n", still nothing)
-        raise RpcError(-32600, "empty-text")
+        raise RpcError(Code.INVALID_REQUEST, "empty-text")
     return {"contextId": ctx, "from": meta.get("from"), "messageId": mid, "text": text,
             "timestamp": meta.get("timestamp"), "to": meta.get("to"), "sig": meta.get("sig"),
             "relay": _relay_hint(meta.get("relay")), "replyTo": _id_hint(meta.get("replyTo"))}
@@ -171,7 +197,7 @@ def _id_hint(value: object) -> str | None:
 # -- rung 5: text size, before any cryptography ------------------------------------------
 def text_size(text: str) -> None:
     if len(text) > MAX_TEXT // 4 and len(text.encode("utf-8")) > MAX_TEXT:
-        raise RpcError(-32005, "text-too-large")
+        raise RpcError(Code.TEXT_TOO_LARGE, "text-too-large")
 
 
 # -- rung 6: the six fields present and typed ----------------------------------------------
@@ -180,37 +206,15 @@ def six(env: dict[str, Any], terms: dict[str, Any]) -> dict[str, Any]:
     from muretai_cli.seam import six_fields
 
     if env.get("from") is None and env.get("to") is None and env.get("sig") is None:
-        raise RpcError(-32001, "no-envelope", data={"reason": "no-envelope",
-                                                    "accepts": [terms]})
+        raise RpcError(Code.SIGNATURE, "no-envelope", data={"reason": "no-envelope",
+                                                            "accepts": [terms]})
     if env.get("sig") is None:
-        raise RpcError(-32001, "missing-sig")
+        raise RpcError(Code.SIGNATURE, "missing-sig")
     try:
         return six_fields(env)
     except MuretaiError as exc:
-        raise refused(-32001, exc) from None
+        raise refused(Code.SIGNATURE, exc) from None
 
 
-# -- rung 7: recipient -------------------------------------------------------------------
-def recipient(fields: dict[str, Any], door_did: str) -> None:
-    if fields["to"] != door_did:
-        raise RpcError(-32003, "wrong-recipient")
-
-
-# -- rung 8: freshness -------------------------------------------------------------------
-def fresh(timestamp: int, now: int) -> None:
-    from muretai_cli.seam import check_fresh
-
-    try:
-        check_fresh(timestamp, now)
-    except MuretaiError as exc:
-        raise refused(-32002, exc) from None
-
-
-# -- rung 9 is the replay lookup (the store); rung 10: the signature --------------------
-def signature(fields: dict[str, Any], sig: object) -> None:
-    from muretai_cli.seam import canonical_bytes, verify_signature
-
-    try:
-        verify_signature(fields["from"], canonical_bytes(fields), sig)
-    except MuretaiError as exc:
-        raise refused(-32001, exc) from None
+# -- what follows (recipient, freshness, the replay lookup, the signature) is the
+# receiving pipeline's: ``inbox/arrival.py``

@@ -1,6 +1,7 @@
-"""A relayed deposit's way in: open -> parse boundary -> ``message/send`` shape -> six fields,
-``to`` is me, signer is the depositor -> age, not already stored -> signature -> consent
-(the door's own code, ``consent.admit``) -> commit. The caller acknowledges only after.
+"""A relayed deposit's way in: open -> parse boundary -> ``message/send`` -> the receiving
+pipeline (``arrival.read_message``: shape, six fields, ``to`` is me, signer is the depositor,
+age within ``RELAYED_WINDOW``) -> not already stored -> ``Arrival.verify`` -> consent (the
+door's own code, ``consent.admit``) -> commit. The caller acknowledges only after.
 
 ``receive`` is total on hostile input: every deposit ends as ``accepted``, ``held``,
 ``refused`` (with a reason) or ``duplicate`` (a redelivery of one already committed), and
@@ -10,20 +11,21 @@ nothing here raises for what a relay or a peer sent.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import consent, ladder
-from muretai_cli.inbox.ladder import RpcError
+from muretai_cli.inbox.arrival import Arrival, Window, read_message
+from muretai_cli.inbox.ladder import Code, RpcError
+from muretai_cli.seam import CLOCK_SKEW, RELAYED_MAX_AGE
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.consent import Policy
     from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.seam import SigningKey
 
-MAX_AGE = 30 * 24 * 3600  # a relayed message may wait for days, not for ever
-MAX_AHEAD = 300
+RELAYED_WINDOW = Window(RELAYED_MAX_AGE, CLOCK_SKEW, too_old="too-old")
 Outcome = Literal["accepted", "held", "refused", "duplicate", "joined"]
 
 
@@ -44,7 +46,7 @@ class NotForUs(Exception):
         self.detail = detail
 
 
-def proved_reply_to(store: IdentityStore, me: str, fields: dict[str, Any],
+def proved_reply_to(store: IdentityStore, me: str, arrival: Arrival,
                     hint: str | None) -> str | None:
     """``replyTo`` kept only when the message's SIGNED fields prove it: its contextId is the
     one of my message ``hint`` to that sender, or its messageId is our door's derived one."""
@@ -53,11 +55,11 @@ def proved_reply_to(store: IdentityStore, me: str, fields: dict[str, Any],
     if hint is None:
         return None
     mine = store.sent_message(hint)
-    if mine is None or mine["to"] != fields["from"]:
+    if mine is None or mine["to"] != arrival.sender:
         return None
-    if fields["messageId"] == reply_message_id(me, hint):
+    if arrival.message_id == reply_message_id(me, hint):
         return hint
-    if mine["contextId"] is not None and fields["contextId"] == mine["contextId"]:
+    if mine["contextId"] is not None and arrival.context_id == mine["contextId"]:
         return hint
     return None
 
@@ -71,10 +73,12 @@ class ClaimDeposit(Exception):
 
 
 def _claim(store: IdentityStore, key: SigningKey, params: dict[str, Any], *, sender: str,
-           deposit_id: str, now: int) -> Received:
-    """A relayed claim: the signer must be the depositor; then the door's own claim rules.
-    A database failure is raised, not recorded as a refusal (the claim would be acked and
-    lost): the relay gives it again."""
+           deposit_id: str, now: int, received: int | None) -> Received:
+    """A relayed claim: the signer must be the depositor; it was deposited within the
+    relay's age window (``MAX_AGE``, ``MAX_AHEAD``); then the door's own claim rules, as of
+    the moment the relay ``received`` it (now, when the relay did not say). A database
+    failure is raised, not recorded as a refusal (the claim would be acked and lost): the
+    relay gives it again."""
     from muretai_cli.db import DatabaseUnavailable
     from muretai_cli.inbox.claims import process_claim
 
@@ -83,7 +87,13 @@ def _claim(store: IdentityStore, key: SigningKey, params: dict[str, Any], *, sen
         if not isinstance(message, dict) or message.get("from") != sender:
             raise NotForUs("signer-not-depositor", "the claim's from is not the DID that "
                                                    "deposited it")
-        joined = process_claim(params, me=key.did, store=store, now=now)
+        if received is not None and received < now - RELAYED_MAX_AGE:
+            raise NotForUs("too-old", "the claim was deposited more than "
+                                      f"{RELAYED_MAX_AGE // 86400} days ago")
+        if received is not None and received > now + CLOCK_SKEW:
+            raise NotForUs("from-the-future", "the relay dates the claim more than "
+                                              f"{CLOCK_SKEW} s ahead")
+        joined = process_claim(params, me=key.did, store=store, now=now, deposited=received)
     except NotForUs as exc:
         store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
         return Received("refused", exc.reason, exc.detail)
@@ -98,12 +108,13 @@ def _claim(store: IdentityStore, key: SigningKey, params: dict[str, Any], *, sen
 
 
 def _rung(exc: RpcError) -> NotForUs:
-    return NotForUs(exc.reason, ladder.MESSAGES.get(exc.code, "refused"))
+    return NotForUs(exc.reason, exc.detail or ladder.MESSAGES.get(exc.code, "refused"))
 
 
 def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
-                  now: int) -> dict[str, Any]:
-    """The verified six fields (+ sig, relay, replyTo hint) of one deposit, or ``NotForUs``."""
+                  now: int) -> Arrival:
+    """The verified ``Arrival`` of one deposit (channel still ``door``: the caller says
+    ``relay``), or ``NotForUs``."""
     from muretai_cli.seam import open_box
 
     plain = open_box(key, from_enc, blob, ad=b"")
@@ -112,69 +123,59 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
                                       "the depositor's enc_pub")
     try:
         doc = ladder.parse_request(plain)
+        if "jsonrpc" not in doc and doc.get("method") == "onboard/claim":
+            raise ClaimDeposit(doc)  # the bare claim object (the seam's claim vectors' shape)
         method, params = ladder.rpc_shape(doc)
         if method == "onboard/claim":
             raise ClaimDeposit(params)
         if method != "message/send":
             raise NotForUs("not-message-send", f"the request is {method}, not message/send")
-        env = ladder.a2a_message(params)
-        ladder.text_size(env["text"])
-        fields = ladder.six(env, {})
-        if fields["to"] != key.did:
-            raise NotForUs("wrong-recipient", "the message is addressed to someone else")
-        if fields["from"] != sender:
-            raise NotForUs("signer-not-depositor", "the message's from is not the DID that "
-                                                   "deposited it")
-        stamp = fields["timestamp"]
-        if stamp < now - MAX_AGE:
-            raise NotForUs("too-old", "the message is more than 30 days old")
-        if stamp > now + MAX_AHEAD:
-            raise NotForUs("from-the-future", "the message is dated more than 300 s ahead")
-        ladder.signature(fields, env["sig"])
+        arrival = read_message(params, me=key.did, now=now, window=RELAYED_WINDOW,
+                               signer=sender)
+        arrival.verify()
     except RpcError as exc:
         raise _rung(exc) from None
-    fields["sig"] = env["sig"]
-    fields["relay"] = env["relay"]
-    fields["replyHint"] = env["replyTo"]
-    return fields
+    return arrival
 
 
 def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id: str,
             sender: str, from_enc: str, blob: str, now: int,
             gate: Callable[[str], dict[str, Any]] | None = None,
-            seen: bool | None = None) -> Received:
+            seen: bool | None = None, received: int | None = None) -> Received:
     """Take one deposit in: commit it (inbox or held) or say why not. Never raises for
     what the deposit holds; a database failure is raised (never made a refusal: the
     caller commits nothing and acknowledges nothing, so the relay gives it again).
     ``seen``: whether the deposit is committed already, when the caller looked it up for
-    a whole listen answer (``IdentityStore.deposits_seen``); None looks it up here."""
+    a whole listen answer (``IdentityStore.deposits_seen``); None looks it up here.
+    ``received``: when the relay says it took the deposit (a claim is judged as of then)."""
     from muretai_cli.db import DatabaseUnavailable
 
     if store.deposit_seen(sender, deposit_id) if seen is None else seen:
         return Received("duplicate")
     try:
-        fields = check_deposit(key, sender=sender, from_enc=from_enc, blob=blob, now=now)
-        stored, status = store.relayed_lookup(fields["from"], fields["messageId"])
+        arrival = check_deposit(key, sender=sender, from_enc=from_enc, blob=blob, now=now)
+        stored, status = store.relayed_lookup(arrival.sender, arrival.message_id)
         if stored:
             raise NotForUs("replay", "a message with this messageId from this sender is "
                                      "already in the store")
     except DatabaseUnavailable:
         raise
     except ClaimDeposit as claim:
-        return _claim(store, key, claim.params, sender=sender, deposit_id=deposit_id, now=now)
+        return _claim(store, key, claim.params, sender=sender, deposit_id=deposit_id, now=now,
+                      received=received)
     except NotForUs as exc:
         store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
         return Received("refused", exc.reason, exc.detail)
     except MuretaiError as exc:  # pragma: no cover - every rung above raises NotForUs
         store.record_refused(sender, deposit_id, exc.code, exc.detail[:200], now)
         return Received("refused", exc.code, exc.detail[:200])
-    env = {**fields, "channel": "relay", "depositId": deposit_id,
-           "replyTo": proved_reply_to(store, key.did, fields, fields.pop("replyHint"))}
+    relayed = replace(arrival, channel="relay", deposit_id=deposit_id,
+                      reply_to=proved_reply_to(store, key.did, arrival, arrival.reply_hint))
     try:
-        consent.admit(store, policy, env, status, now,
+        consent.admit(store, policy, relayed, status, now,
                       gate=gate or (lambda rid: {"requestId": rid}))
     except RpcError as exc:
-        if exc.code == -32014 and exc.data is not None:
+        if exc.code == Code.AWAITING_APPROVAL and exc.data is not None:
             return Received("held", request_id=str(exc.data.get("requestId")))
         if exc.reason == "replay":
             return Received("duplicate")

@@ -16,6 +16,7 @@ import json
 import logging
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,10 +27,12 @@ from muretai_cli.db import Batcher, DatabaseUnavailable, Unstorable
 from muretai_cli.errors import MuretaiError
 from muretai_cli.rate import KeyedBuckets, admit
 from muretai_cli.relay.notify import LocalNotifier, Notifier
-from muretai_cli.relay.store import Deposit, DepositOutcome
+from muretai_cli.relay.store import MAX_MAILBOX_BYTES, Deposit, DepositOutcome
 from muretai_cli.seam import (
     ENVELOPE_MAX_AHEAD,
     b64decode_strict,
+    envelope_freshness,
+    is_enc_pub,
     parse_document,
     public_from_did,
     verify_card_envelope,
@@ -65,8 +68,9 @@ MAX_EPOCH = 2**63 - 1
 # ends; a stored epoch past what any token valid now allows is void (see ``epoch_end``).
 EPOCH_PER_MINUTE = 60_000_000
 MAX_ACK_IDS = 1000
+HELD_REFRESH = 10.0  # seconds between the store's counts of the bytes waiting (relay-wide)
+CORRESPONDENTS = 100_000  # (sender, recipient) pairs remembered for the friends' lane
 _ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f|]")
-_ENC_PUB = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -78,11 +82,17 @@ class RelayLimits:
     per_sender: int = 60  # deposits per minute by one sender (0: no limit)
     per_mailbox: int = 600  # deposits per minute into one mailbox (0: no limit)
     max_waiting: int = 1000  # undelivered messages per DID
+    max_mailbox_bytes: int = MAX_MAILBOX_BYTES  # blob characters waiting for one DID
+    max_relay_bytes: int = 4 * 1024**3  # blob characters waiting, whole relay
+    max_stranger_bytes: int = 256 * 1024**2  # ... for DIDs that never listened
     expire_seconds: int = 7 * 86400
     batch: int = 100  # messages per listen answer
     default_wait: float = 25.0
     max_wait: float = 30.0
     minute_skew: int = 1  # listen tokens: minutes either side of the relay's clock
+    card_per_did: int = 10  # card posts per minute by one DID (0: no limit)
+    new_cards: int = 60  # card posts per minute, whole relay, by DIDs it holds no card for
+    stranger_cards: int = 100_000  # cards held for DIDs that never listened (past it: 507)
 
 
 @dataclass
@@ -181,9 +191,11 @@ class StoreCalls:
     ``RelayStore.deposit_many``) and every other call runs on a small pool of threads, so
     the loop serves other requests while the database answers."""
 
-    def __init__(self, store: RelayStore, *, max_waiting: int, channel: str | None) -> None:
+    def __init__(self, store: RelayStore, *, max_waiting: int, channel: str | None,
+                 max_bytes: int = MAX_MAILBOX_BYTES) -> None:
         self.store = store
         self.max_waiting = max_waiting
+        self.max_bytes = max_bytes
         self.channel = channel
         self.threads: ThreadPoolExecutor | None = None
         self.deposits: Batcher[Deposit, DepositOutcome] | None = None
@@ -193,7 +205,7 @@ class StoreCalls:
 
     def _deposit_many(self, items: list[Deposit]) -> list[DepositOutcome]:
         return self.store.deposit_many(items, max_waiting=self.max_waiting,
-                                       channel=self.channel)
+                                       max_bytes=self.max_bytes, channel=self.channel)
 
     async def deposit(self, item: Deposit) -> DepositOutcome:
         if self.deposits is None:
@@ -228,11 +240,24 @@ class Relay:
         self.clock = clock
         self.notifier = notifier or LocalNotifier()
         self.calls = StoreCalls(store, max_waiting=self.limits.max_waiting,
-                                channel=self.notifier.channel)
+                                channel=self.notifier.channel,
+                                max_bytes=self.limits.max_mailbox_bytes)
         self.origin = config.url.origin
         self._by_sender = KeyedBuckets(self.limits.per_sender)
         self._by_mailbox = KeyedBuckets(self.limits.per_mailbox)
+        # a mailbox's owner's correspondents (those it deposited for) have a lane of their
+        # own into it, beside the one all other senders share: fresh keys flooding the
+        # shared lane cannot starve a friend (see ``_rate``)
+        self._by_pair = KeyedBuckets(self.limits.per_mailbox)
+        self._wrote: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._last_expire = 0.0
+        # blob characters waiting (all, for never-listened DIDs) as the store last said,
+        # and what this process queued since: an over-estimate that only says when to ask
+        self._held: tuple[int, int] = (0, 0)
+        self._held_at = -HELD_REFRESH
+        self._queued_since = 0
+        self._cards_by_did = KeyedBuckets(self.limits.card_per_did)
+        self._new_cards = KeyedBuckets(self.limits.new_cards, max_keys=1)
 
     # -- deposits ------------------------------------------------------------------------
     async def send(self, raw: bytes) -> Answer:
@@ -242,8 +267,10 @@ class Relay:
     async def _send(self, raw: bytes) -> Answer:
         item = self._deposit(raw)
         await self._maybe_expire(item.received)
+        await self._room(item)
         outcome = await self.calls.deposit(item)
         if outcome == "queued":
+            self._queued_since += len(item.blob)
             self.notifier.notify(item.to)  # other processes: signalled by its commit
             return _ok({"queued": True, "id": item.id})
         if outcome == "duplicate":
@@ -251,8 +278,36 @@ class Relay:
         if outcome == "id-reused":
             raise Refusal(409, "id-reused", "that id already names another deposit for this "
                                             "recipient; use a new id for new content")
-        raise Refusal(507, "mailbox-full", f"{self.limits.max_waiting} messages already wait "
-                                           "for this recipient")
+        raise Refusal(507, "mailbox-full", f"{self.limits.max_waiting} messages or "
+                                           f"{self.limits.max_mailbox_bytes} bytes already "
+                                           "wait for this recipient")
+
+    async def _room(self, item: Deposit) -> None:
+        """The relay-wide bounds (else 507 ``relay-full``): what waits in all, and for DIDs
+        that never listened. Counted by the store at most every ``HELD_REFRESH`` s, and only
+        once this process's over-estimate (the last count + all it queued since) nears one
+        of them: the common path asks nothing."""
+        size = len(item.blob)
+        total, strangers = self._held
+        guess = self._queued_since + size
+        if total + guess <= self.limits.max_relay_bytes and \
+                strangers + guess <= self.limits.max_stranger_bytes:
+            return
+        now = self.clock()
+        if now - self._held_at >= HELD_REFRESH:
+            self._held = total, strangers = await self.calls.call(self.store.held_bytes)
+            self._held_at, self._queued_since = now, 0
+            guess = size
+        if total + guess > self.limits.max_relay_bytes:
+            raise Refusal(507, "relay-full", "the relay holds as much as it keeps "
+                                             f"({self.limits.max_relay_bytes} bytes waiting); "
+                                             "retry later")
+        if strangers + guess > self.limits.max_stranger_bytes and \
+                await self.calls.call(lambda: self.store.epoch(item.to)) is None:
+            raise Refusal(507, "relay-full", "the relay holds as much as it keeps for DIDs "
+                                             "that never listened "
+                                             f"({self.limits.max_stranger_bytes} bytes); "
+                                             "retry later")
 
     def _deposit(self, raw: bytes) -> Deposit:
         """A deposit's body checked, its signature verified and its rates taken (else a
@@ -260,7 +315,7 @@ class Relay:
         doc = _object(raw)
         to, sender = _did(doc, "to"), _did(doc, "from")
         sender_enc = _str(doc, "from_enc")
-        if not _ENC_PUB.fullmatch(sender_enc):
+        if not is_enc_pub(sender_enc):
             _malformed("from_enc must be 64 lowercase hex characters")
         deposit_id = _str(doc, "id")
         if not 1 <= len(deposit_id) <= MAX_ID_CHARS or _ID_FORBIDDEN.search(deposit_id):
@@ -284,17 +339,33 @@ class Relay:
             raise Refusal(401, "bad-signature", f"sig does not verify under from "
                                                 f"({exc.code})") from None
         now = self.clock()
-        wait = admit((self._by_sender.get(sender, now), self._by_mailbox.get(to, now)), now)
+        self._rate(to, sender, now)
+        return Deposit(to, sender, sender_enc, deposit_id, blob, int(now))
+
+    def _rate(self, to: str, sender: str, now: float) -> None:
+        """Take a deposit's tokens (else 429): the sender's bucket, and the mailbox's lane
+        for it. A sender the mailbox's owner deposited for within ``--expire`` (remembered
+        in this process, the most recent ``CORRESPONDENTS`` pairs) has a lane of its own,
+        at the mailbox's rate; every other sender shares the mailbox's bucket."""
+        wrote = self._wrote.get((to, sender))
+        friend = wrote is not None and now - wrote < self.limits.expire_seconds
+        lane = self._by_pair.get(f"{to} {sender}", now) if friend \
+            else self._by_mailbox.get(to, now)
+        wait = admit((self._by_sender.get(sender, now), lane), now)
         if wait:
             raise Refusal(429, "rate-limited", f"too many deposits; retry in {wait} s",
                           ((b"retry-after", str(wait).encode()),))
-        return Deposit(to, sender, sender_enc, deposit_id, blob, int(now))
+        self._wrote[(sender, to)] = now  # the recipient is now the sender's correspondent
+        self._wrote.move_to_end((sender, to))
+        if len(self._wrote) > CORRESPONDENTS:
+            self._wrote.popitem(last=False)
 
     async def _maybe_expire(self, now: int) -> None:
         if now - self._last_expire >= 60:
             self._last_expire = now
             before = now - self.limits.expire_seconds
             await self.calls.call(lambda: self.store.expire(before))
+            await self.calls.call(lambda: self.store.expire_cards(before))
 
     # -- listeners -----------------------------------------------------------------------
     async def _listener(self, doc: dict[str, Any]) -> tuple[str, int]:
@@ -418,9 +489,22 @@ class Relay:
             raise Refusal(400, "bad-card", f"the envelope does not verify under card.did "
                                            f"({exc.code}: {exc.detail})") from None
         ts = doc["ts"]
-        if ts > self.clock() + ENVELOPE_MAX_AHEAD:
+        if envelope_freshness(ts, int(self.clock())) == "from-the-future":
             raise Refusal(400, "bad-card", "ts is in the future by more than "
                                            f"{ENVELOPE_MAX_AHEAD} s")
+        held, listened = await self.calls.call(lambda: self.store.card_standing(did))
+        now = self.clock()
+        wait = admit((self._cards_by_did.get(did, now),
+                      None if held else self._new_cards.get("", now)), now)
+        if wait:
+            raise Refusal(429, "rate-limited", f"too many card posts; retry in {wait} s",
+                          ((b"retry-after", str(wait).encode()),))
+        await self._maybe_expire(int(now))  # prunes old cards of strangers, before counting
+        if not held and not listened and await self.calls.call(
+                self.store.stranger_cards) >= self.limits.stranger_cards:
+            raise Refusal(507, "relay-full", f"the relay holds {self.limits.stranger_cards} "
+                                             "cards of DIDs that never listened; listen "
+                                             "first, or retry later")
         envelope = _encode({"v": 1, "typ": doc["typ"], "card": card, "ts": ts, "sig": doc["sig"]})
         if not await self.calls.call(lambda: self.store.put_card(did, ts, envelope)):
             raise Refusal(409, "stale-card", "the relay holds an envelope for this DID that is "

@@ -45,8 +45,13 @@ CREATE INDEX relay_messages_mailbox ON relay_messages (to_did, seq);
 CREATE INDEX relay_messages_age ON relay_messages (received);
 CREATE TABLE relay_listeners (did TEXT PRIMARY KEY, epoch {int} NOT NULL);
 CREATE TABLE relay_cards (did TEXT PRIMARY KEY, ts {int} NOT NULL, envelope TEXT NOT NULL)
-""",))
+""", """
+ALTER TABLE relay_messages ADD COLUMN size {int} NOT NULL DEFAULT 0;
+UPDATE relay_messages SET size = length(blob);
+CREATE INDEX relay_messages_size ON relay_messages (to_did, size)
+"""))
 
+MAX_MAILBOX_BYTES = 64 * 1024 * 1024  # blob characters waiting for one DID (RelayLimits)
 DepositOutcome = Literal["queued", "duplicate", "id-reused", "mailbox-full"]
 EpochOutcome = Literal["current", "newer", "superseded"]
 
@@ -79,18 +84,22 @@ def _digest(blob: str) -> bytes:
 # join that reads the whole table), ranks each new deposit among the batch's deposits into
 # its mailbox (``k``), inserts those that fit beside what the mailbox holds, in the order
 # they came, and answers per deposit. Its snapshot does not see its own inserts; the rank
-# counts them.
-_DEPOSIT_COLUMNS = ("i", "t", "f", "e", "d", "b", "h", "r")
+# (and the running sum of sizes) counts them. A deposit refused for its size still counts
+# in the rank and sum of the batch's later deposits into that mailbox (a stricter answer
+# than one by one, only in a batch that meets the byte cap).
+_DEPOSIT_COLUMNS = ("i", "t", "f", "e", "d", "b", "h", "r", "s")
 _DEPOSITS_SQL = (
     "WITH v AS (SELECT * FROM json_to_recordset(?::json) AS v(i int, t text, f text, e text, "
-    "d text, b text, h text, r bigint)), "
+    "d text, b text, h text, r bigint, s bigint)), "
     "old AS (SELECT v.i, m.from_did, m.digest FROM v, LATERAL (SELECT from_did, digest "
     "FROM relay_messages WHERE to_did = v.t AND id = v.d LIMIT 1) m), "
-    "fresh AS (SELECT v.*, row_number() OVER (PARTITION BY v.t ORDER BY v.i) AS k FROM v "
+    "fresh AS (SELECT v.*, row_number() OVER (PARTITION BY v.t ORDER BY v.i) AS k, "
+    "sum(v.s) OVER (PARTITION BY v.t ORDER BY v.i) AS cs FROM v "
     "WHERE NOT EXISTS (SELECT 1 FROM old WHERE old.i = v.i)), "
     "ins AS (INSERT INTO relay_messages (to_did, from_did, from_enc, id, blob, digest, "
-    "received) SELECT t, f, e, d, b, decode(h, 'hex'), r FROM fresh WHERE k + (SELECT "
-    "count(*) FROM relay_messages m WHERE m.to_did = fresh.t) <= ? ORDER BY i "
+    "received, size) SELECT t, f, e, d, b, decode(h, 'hex'), r, s FROM fresh WHERE k + (SELECT "
+    "count(*) FROM relay_messages m WHERE m.to_did = fresh.t) <= ? AND cs + (SELECT "
+    "coalesce(sum(size), 0) FROM relay_messages m WHERE m.to_did = fresh.t) <= ? ORDER BY i "
     "ON CONFLICT (to_did, id) DO NOTHING RETURNING to_did, id) "
     "SELECT v.i, ins.id IS NOT NULL, old.from_did, old.digest{notify} FROM v "
     "LEFT JOIN ins ON ins.to_did = v.t AND ins.id = v.d LEFT JOIN old ON old.i = v.i")
@@ -120,6 +129,11 @@ _ACK_SQL = ("DELETE FROM relay_messages WHERE to_did=? AND id IN ("  # noqa: S60
             + ", ".join("?" * _ACK_CHUNK) + ")")
 
 
+# cards of DIDs that never listened: counted against a cap, pruned after --expire
+_STRANGER_CARDS_SQL = ("SELECT count(*) FROM relay_cards WHERE NOT EXISTS "
+                       "(SELECT 1 FROM relay_listeners l WHERE l.did = relay_cards.did)")
+_EXPIRE_CARDS_SQL = ("DELETE FROM relay_cards WHERE ts<? AND NOT EXISTS "
+                     "(SELECT 1 FROM relay_listeners l WHERE l.did = relay_cards.did)")
 _CLAIM_EPOCH_SQL = ("INSERT INTO relay_listeners (did, epoch) VALUES (?, ?) ON CONFLICT (did) "
                     "DO UPDATE SET epoch=excluded.epoch "
                     "WHERE relay_listeners.epoch < excluded.epoch")
@@ -151,19 +165,21 @@ class RelayStore:
                    fix=f"muretai db {{verb}} --relay --db {redact(str(where))}")
 
     def deposit(self, *, to: str, sender: str, sender_enc: str, deposit_id: str, blob: str,
-                now: int, max_waiting: int) -> DepositOutcome:
+                now: int, max_waiting: int, max_bytes: int = MAX_MAILBOX_BYTES
+                ) -> DepositOutcome:
         """Queue one deposit (``deposit_many`` of one)."""
         return self.deposit_many([Deposit(to, sender, sender_enc, deposit_id, blob, now)],
-                                 max_waiting=max_waiting)[0]
+                                 max_waiting=max_waiting, max_bytes=max_bytes)[0]
 
     def deposit_many(self, items: Sequence[Deposit], *, max_waiting: int,
+                     max_bytes: int = MAX_MAILBOX_BYTES,
                      channel: str | None = None) -> list[DepositOutcome]:
         """Queue deposits, each once; their outcomes in order, each as if they had been
         deposited one after another. An id is unique per mailbox: the same sender with the
         same blob is a ``duplicate`` (stored once), anything else under that id ``id-reused``
         (the first deposit under it wins, stored or in this batch); a mailbox holding
-        ``max_waiting`` messages takes no more (``mailbox-full``), this batch's earlier
-        deposits counted.
+        ``max_waiting`` messages, or ``max_bytes`` of blobs, takes no more (``mailbox-full``),
+        this batch's earlier deposits counted.
 
         On SQLite each is its own statement (one writer: the cap is exact). On PostgreSQL
         the whole batch is one transaction with one commit (the relay's group commit): it
@@ -175,13 +191,13 @@ class RelayStore:
         got a message (``NOTIFY``): other processes hear it when, and only if, it commits.
         """
         if self.db.dialect != "postgresql":
-            return [self._deposit_one(item, max_waiting) for item in items]
+            return [self._deposit_one(item, max_waiting, max_bytes) for item in items]
         first: dict[tuple[str, str], int] = {}  # (to, id) -> its first deposit in the batch
         for index, item in enumerate(items):
             first.setdefault((item.to, item.id), index)
         rows = [(i, items[i].to, items[i].sender, items[i].sender_enc, items[i].id,
-                 items[i].blob, _digest(items[i].blob).hex(), items[i].received)
-                for i in first.values()]
+                 items[i].blob, _digest(items[i].blob).hex(), items[i].received,
+                 len(items[i].blob)) for i in first.values()]
         keys = sorted({lock_key(f"{NAMESPACE} mailbox {to}") for to, _ in first})
         with self.db.transaction(exclusive=False) as tx:
             tx.execute("SELECT pg_advisory_xact_lock(k) FROM unnest(?::bigint[]) AS k",
@@ -189,7 +205,7 @@ class RelayStore:
             # a new statement, a new snapshot: every batch that held these locks before
             # has committed, and is counted
             found = tx.all(_DEPOSITS_SQL if channel is None else _DEPOSITS_NOTIFY_SQL,
-                           (json_rows(_DEPOSIT_COLUMNS, rows), max_waiting,
+                           (json_rows(_DEPOSIT_COLUMNS, rows), max_waiting, max_bytes,
                             *(() if channel is None else (channel,))))
         # per first deposit: stored, or the row that holds its id (sender, digest), or full
         held: dict[int, tuple[str, bytes] | None] = {}
@@ -212,16 +228,17 @@ class RelayStore:
                            else "id-reused")
         return out
 
-    def _deposit_one(self, item: Deposit, max_waiting: int) -> DepositOutcome:
+    def _deposit_one(self, item: Deposit, max_waiting: int, max_bytes: int) -> DepositOutcome:
         digest = _digest(item.blob)
         # One statement on the common path: it inserts only into a mailbox with room and
         # only under an unused id; the rare refusals are told apart afterwards.
         inserted = self.db.execute(
-            "INSERT INTO relay_messages (to_did, from_did, from_enc, id, blob, digest, received) "
-            "SELECT ?, ?, ?, ?, ?, ?, ? WHERE (SELECT count(*) FROM relay_messages "
-            "WHERE to_did=?) < ? ON CONFLICT (to_did, id) DO NOTHING",
+            "INSERT INTO relay_messages (to_did, from_did, from_enc, id, blob, digest, received, "
+            "size) SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM (SELECT count(*) AS n, coalesce(sum(size), "
+            "0) AS b FROM relay_messages WHERE to_did=?) WHERE n < ? AND b + ? <= ? "
+            "ON CONFLICT (to_did, id) DO NOTHING",
             (item.to, item.sender, item.sender_enc, item.id, item.blob, digest, item.received,
-             item.to, max_waiting)).rowcount
+             len(item.blob), item.to, max_waiting, len(item.blob), max_bytes)).rowcount
         if inserted > 0:
             return "queued"
         row = self.db.one("SELECT from_did, digest FROM relay_messages WHERE to_did=? AND id=?",
@@ -248,6 +265,13 @@ class RelayStore:
             for chunk in padded_chunks(ids, _ACK_CHUNK):  # one statement per 100 ids
                 deleted += max(tx.execute(_ACK_SQL, (did, *chunk)).rowcount, 0)
         return deleted
+
+    def held_bytes(self) -> tuple[int, int]:
+        """Blob characters waiting: in all, and for DIDs that never listened."""
+        row = self.db.one("SELECT coalesce(sum(size), 0), coalesce(sum(CASE WHEN NOT EXISTS "
+                          "(SELECT 1 FROM relay_listeners l WHERE l.did = m.to_did) THEN size "
+                          "END), 0) FROM relay_messages m")
+        return (int(row[0]), int(row[1])) if row is not None else (0, 0)
 
     def expire(self, before: int) -> int:
         """Delete every message received before ``before``; how many."""
@@ -290,6 +314,21 @@ class RelayStore:
                 "DO UPDATE SET ts=excluded.ts, envelope=excluded.envelope "
                 "WHERE relay_cards.ts < excluded.ts", (did, ts, envelope))
         return result.rowcount > 0
+
+    def card_standing(self, did: str) -> tuple[bool, bool]:
+        """Whether the relay holds a card for ``did``, and whether ``did`` ever listened."""
+        row = self.db.one("SELECT (SELECT count(*) FROM relay_cards WHERE did=?), "
+                          "(SELECT count(*) FROM relay_listeners WHERE did=?)", (did, did))
+        return (bool(row[0]), bool(row[1])) if row is not None else (False, False)
+
+    def stranger_cards(self) -> int:
+        """How many cards are held for DIDs that never listened."""
+        row = self.db.one(_STRANGER_CARDS_SQL)
+        return int(row[0]) if row is not None else 0
+
+    def expire_cards(self, before: int) -> int:
+        """Delete the cards of DIDs that never listened, dated (``ts``) before ``before``."""
+        return max(self.db.execute(_EXPIRE_CARDS_SQL, (before,)).rowcount, 0)
 
     def card(self, did: str) -> str | None:
         row = self.db.one("SELECT envelope FROM relay_cards WHERE did=?", (did,))

@@ -13,12 +13,11 @@ import re
 from typing import Any
 
 from muretai_cli.errors import InputError, Refused
+from muretai_cli.seam._limits import MAX_DEPTH, MAX_SAFE_INT
 
-MAX_SAFE_INT = 2**53 - 1
-# Containers nested deeper than this are refused at the boundary. A fixed number, not the
-# interpreter's recursion limit: the same document must get the same answer however deep
-# the caller's stack is, and whatever passes must be encodable again (canonical_bytes).
-MAX_DEPTH = 128
+# MAX_DEPTH is a fixed number, not the interpreter's recursion limit: the same document must
+# get the same answer however deep the caller's stack is, and whatever passes must be
+# encodable again (canonical_bytes).
 
 # A \uD800-\uDFFF escape (either case). Only documents containing one can smuggle a lone
 # surrogate past a strict UTF-8 decode, so the value walk below runs only for those.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from typing import TYPE_CHECKING
 
 from cryptography.exceptions import InvalidTag
@@ -23,6 +22,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from muretai_cli.errors import MuretaiError, Refused
 from muretai_cli.seam._b64 import b64decode_strict, b64encode
+from muretai_cli.seam._encpub import is_enc_pub
+from muretai_cli.seam._limits import MAX_BLOB_CHARS
 
 if TYPE_CHECKING:
     from muretai_cli.seam._ed25519 import SigningKey
@@ -33,8 +34,6 @@ BOX_SALT = bytes(32)
 NONCE_BYTES = 12
 TAG_BYTES = 16
 # A sanity bound on what open will even decode (memory, not a verdict); transports cap lower.
-MAX_BLOB_CHARS = 8 * 1024 * 1024
-_ENC_PUB = re.compile(r"[0-9a-f]{64}")
 
 
 def x25519_private_from_seed(seed: bytes) -> X25519PrivateKey:
@@ -50,7 +49,7 @@ def enc_pub_from_seed(seed: bytes) -> str:
 
 def parse_enc_pub(enc_pub: object) -> X25519PublicKey:
     """An ``enc_pub`` (exactly 64 lowercase hex), or ``Refused('bad-enc-pub')``."""
-    if not isinstance(enc_pub, str) or not _ENC_PUB.fullmatch(enc_pub):
+    if not is_enc_pub(enc_pub):
         raise Refused("bad-enc-pub", "an enc_pub is exactly 64 lowercase hex characters")
     return X25519PublicKey.from_public_bytes(bytes.fromhex(enc_pub))
 

@@ -27,16 +27,12 @@ from muretai_cli.seam._b64 import (
 )
 from muretai_cli.seam._canonical import parse_document
 from muretai_cli.seam._ed25519 import SigningKey
+from muretai_cli.seam._limits import MAX_LINKED_DIDS, MAX_SAME_ISSUER, MAX_TOKEN_CHARS
 
 DID_CONFIGURATION_PATH = "/.well-known/did-configuration.json"
 CONTEXT_VC = "https://www.w3.org/2018/credentials/v1"
 CONTEXT_DID_CONFIGURATION = "https://identity.foundation/.well-known/did-configuration/v1"
 JWS_ALG = "EdDSA"
-MAX_TOKEN_CHARS = 16384
-# A did-configuration.json lists one credential per DID the domain vouches for; a verifier
-# reads at most this many, and verifies at most MAX_SAME_ISSUER naming the DID it asked about.
-MAX_LINKED_DIDS = 64
-MAX_SAME_ISSUER = 2
 _LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
 _DOMAIN = re.compile(rf"{_LABEL}(?:\.{_LABEL})+(?::(?:[1-9][0-9]{{0,4}}))?")
 

@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from muretai_cli.errors import Refused
-from muretai_cli.seam._canonical import MAX_SAFE_INT, canonical_bytes
+from muretai_cli.seam._canonical import canonical_bytes
 from muretai_cli.seam._didkey import verifying_key_from_did
 from muretai_cli.seam._ed25519 import SigningKey, verify_strict
+from muretai_cli.seam._limits import MAX_ID_LEN, MAX_SAFE_INT, MESSAGE_WINDOW
 
 SIGNED_FIELDS = ("contextId", "from", "messageId", "text", "timestamp", "to")
-MAX_ID_LEN = 256
 
 
 def six_fields(env: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,11 +85,6 @@ def verify_envelope(env: Mapping[str, Any], *, to_did: str) -> dict[str, Any]:
     public, raw = verifying_key_from_did(fields["from"])
     verify_strict(public, raw, canonical_bytes(fields), sig)
     return fields
-
-
-# How far a signed message's timestamp may stray from the verifier's clock, either way: the
-# door, the reply check, offline `verify message`, a redeem and a claim all judge by it.
-MESSAGE_WINDOW = 300
 
 
 def check_fresh(timestamp: int, now: int, window: int = MESSAGE_WINDOW) -> None:

@@ -9,8 +9,9 @@ HTTP requests as it is. What each side proves:
   it holds each key it lists: a copied public key cannot sign ``@authority``.
 
 Signing writes the parameters in one fixed order; verification rebuilds the signature base
-from the parameter text exactly as received. The structured-field parser understands only
-this profile and refuses everything else. Nothing here does I/O.
+from the parameter text exactly as received. The structured-field syntax (RFC 8941/9651,
+this profile only) is ``_sfv``'s; this module holds the signature rules. Nothing here does
+I/O.
 """
 
 from __future__ import annotations
@@ -19,31 +20,29 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from muretai_cli.errors import MuretaiError, Refused
 from muretai_cli.seam._b64 import b64url_decode_strict, b64url_encode
 from muretai_cli.seam._canonical import parse_document
 from muretai_cli.seam._ed25519 import SigningKey
+from muretai_cli.seam._limits import (
+    CLOCK_SKEW,
+    DIRECTORY_WINDOW,
+    MAX_DIRECTORY_BYTES,
+    MAX_DIRECTORY_LIFETIME,
+    MAX_HEADER_CHARS,
+    MAX_REQUEST_LIFETIME,
+    REQUEST_WINDOW,
+)
+from muretai_cli.seam._sfv import SfParser, sf_string, signature_input_members, signature_members
 
 DIRECTORY_PATH = "/.well-known/http-message-signatures-directory"
 DIRECTORY_MEDIA_TYPE = "application/http-message-signatures-directory+json"
 TAG_REQUEST = "web-bot-auth"
 TAG_DIRECTORY = "http-message-signatures-directory"
 ALG = "ed25519"  # RFC 9421's registry name; JOSE's "EdDSA" is refused here
-CLOCK_SKEW = 300  # how far ahead of our clock `created` may be
-REQUEST_WINDOW = 300  # the lifetime we sign a request for
-MAX_REQUEST_LIFETIME = 600  # the longest request lifetime we accept (a bearer header)
-DIRECTORY_WINDOW = 7200
-MAX_DIRECTORY_LIFETIME = 7 * 86400
-MAX_HEADER_CHARS = 8192
-MAX_DIRECTORY_BYTES = 65536
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_KEY_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz*")
-_KEY_REST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.*")
-_DIGITS = frozenset("0123456789")
-_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 
 
 # -- keys ---------------------------------------------------------------------------------
@@ -87,13 +86,6 @@ def authority_of(url: str) -> str:
     if port is not None and port != _DEFAULT_PORTS.get(parts.scheme.lower()):
         return f"{host}:{port}"
     return host
-
-
-def sf_string(value: str) -> str:
-    """An RFC 8941 sf-string: quoted, with only ``\\`` and ``"`` escaped (printable ASCII)."""
-    if any(not " " <= ch <= "~" for ch in value):
-        raise Refused("not-sf-string", "an sf-string holds printable ASCII only")
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def signature_params(components: Sequence[str], *, created: int, expires: int, keyid: str,
@@ -154,147 +146,6 @@ class SignatureEntry:
     signature: str  # the base64 text between the colons
 
 
-class _Parser:
-    def __init__(self, text: str, what: str) -> None:
-        self.s = text
-        self.i = 0
-        self.what = what
-
-    def fail(self, why: str) -> Refused:
-        return Refused("wba-malformed", f"{self.what}: {why} at character {self.i}")
-
-    def peek(self) -> str:
-        return self.s[self.i] if self.i < len(self.s) else ""
-
-    def spaces(self, chars: str = " ") -> None:
-        while self.peek() and self.peek() in chars:
-            self.i += 1
-
-    def key(self) -> str:
-        start = self.i
-        if self.peek() not in _KEY_FIRST or not self.peek():
-            raise self.fail("expected a lowercase key")
-        self.i += 1
-        while self.peek() and self.peek() in _KEY_REST:
-            self.i += 1
-        return self.s[start:self.i]
-
-    def string(self) -> str:
-        if self.peek() != '"':
-            raise self.fail("expected a quoted string")
-        self.i += 1
-        out: list[str] = []
-        while self.i < len(self.s):
-            ch = self.s[self.i]
-            if ch == "\\":
-                nxt = self.s[self.i + 1:self.i + 2]
-                if nxt not in ('"', "\\"):
-                    raise self.fail("an sf-string escapes only \\ and \"")
-                out.append(nxt)
-                self.i += 2
-            elif ch == '"':
-                self.i += 1
-                return "".join(out)
-            elif " " <= ch <= "~":
-                out.append(ch)
-                self.i += 1
-            else:
-                raise self.fail("a control or non-ASCII character in a string")
-        raise self.fail("an unterminated string")
-
-    def integer(self) -> int:
-        start = self.i
-        if self.peek() == "-":
-            self.i += 1
-        digits = self.i
-        while self.peek() and self.peek() in _DIGITS:
-            self.i += 1
-        if self.i == digits or self.i - digits > 15:
-            raise self.fail("expected an integer of 1 to 15 digits")
-        return int(self.s[start:self.i])
-
-    def params(self) -> dict[str, str | int | bool]:
-        out: dict[str, str | int | bool] = {}
-        while self.peek() == ";":
-            self.i += 1
-            self.spaces()
-            name = self.key()
-            if name in out:
-                raise self.fail(f"parameter {name!r} appears twice")
-            if self.peek() == "=":
-                self.i += 1
-                out[name] = self.string() if self.peek() == '"' else self.integer()
-            else:
-                out[name] = True
-        return out
-
-    def inner_list(self) -> tuple[str, ...]:
-        if self.peek() != "(":
-            raise self.fail("expected '('")
-        self.i += 1
-        items: list[str] = []
-        while True:
-            self.spaces()
-            if self.peek() == ")":
-                self.i += 1
-                return tuple(items)
-            items.append(self.string())
-            if self.peek() not in (" ", ")"):
-                raise self.fail("parameters on a covered component are out of profile")
-
-    def next_member(self) -> bool:
-        """After a member: True if another follows (``,``), False at the end."""
-        self.spaces(" \t")
-        if self.i >= len(self.s):
-            return False
-        if self.peek() != ",":
-            raise self.fail("expected ',' between members")
-        self.i += 1
-        self.spaces(" \t")
-        if self.i >= len(self.s):
-            raise self.fail("a trailing comma")
-        return True
-
-
-def _signature_input(text: str) -> list[tuple[str, tuple[str, ...], dict[str, Any], str]]:
-    p = _Parser(text, "Signature-Input")
-    p.spaces(" \t")
-    out = []
-    while True:
-        label = p.key()
-        if p.peek() != "=":
-            raise p.fail("expected '=' after the label")
-        p.i += 1
-        start = p.i
-        components = p.inner_list()
-        params = p.params()
-        out.append((label, components, params, text[start:p.i]))
-        if not p.next_member():
-            return out
-
-
-def _signature(text: str) -> list[tuple[str, str]]:
-    p = _Parser(text, "Signature")
-    p.spaces(" \t")
-    out = []
-    while True:
-        label = p.key()
-        if p.s[p.i:p.i + 2] != "=:":
-            raise p.fail("expected '=:' after the label")
-        end = p.s.find(":", p.i + 2)
-        if end < 0:
-            raise p.fail("an unterminated byte sequence")
-        value = p.s[p.i + 2:end]
-        if not _B64_CHARS.issuperset(value):
-            raise p.fail("the signature is not base64")
-        p.i = end + 1
-        if p.peek() == ";":
-            raise p.fail("parameters on a signature are out of profile")
-        out.append((label, value))
-        if not p.next_member():
-            return out
-
-
 def header(headers: Mapping[str, str], name: str) -> str | None:
     """A header by case-insensitive name (a plain dict or httpx/starlette headers)."""
     value = headers.get(name)
@@ -313,7 +164,7 @@ def parse_signatures(headers: Mapping[str, str]) -> list[SignatureEntry]:
         raise Refused("wba-malformed", "Signature-Input and Signature come together")
     if len(sig_input) > MAX_HEADER_CHARS or len(sig) > MAX_HEADER_CHARS:
         raise Refused("wba-malformed", f"a signature header over {MAX_HEADER_CHARS} characters")
-    inputs, sigs = _signature_input(sig_input), _signature(sig)
+    inputs, sigs = signature_input_members(sig_input), signature_members(sig)
     labels = [entry[0] for entry in inputs]
     by_label = dict(sigs)
     if len(set(labels)) != len(labels) or len(by_label) != len(sigs):
@@ -476,7 +327,7 @@ def signature_agent_url(headers: Mapping[str, str]) -> str | None:
     value = header(headers, "signature-agent")
     if value is None:
         return None
-    p = _Parser(value.strip(), "Signature-Agent")
+    p = SfParser(value.strip(), "Signature-Agent")
     try:
         url = p.string()
     except MuretaiError:

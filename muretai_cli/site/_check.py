@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from muretai_cli.errors import DeadlineExceeded, MuretaiError, Refused, Unreachable
+from muretai_cli.errors import DeadlineExceeded, InputError, MuretaiError, Refused, Unreachable
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.site._linkage import domain_linkage, domain_of
 from muretai_cli.site._remedies import REMEDIES
 from muretai_cli.site._report import Finding, SiteReport, Status
@@ -34,6 +35,15 @@ TITLES = {
     "door": "the door answers an unsigned knock",
     "door-signed": "a signed knock gets a signed reply",
     "cors": "OPTIONS and CORS on the card and the door",
+    "terms": "the card states its terms, for its own DID",
+    "door-terms": "the door teaches the terms the card publishes",
+    "signpost": "the front page's Link: service-desc signpost",
+    "catch-all": "unknown paths answer 404 (no catch-all)",
+    "mcp": "MCP discovery (/.well-known/mcp.json, MCP server card)",
+    "agent-skills": "agent skills index",
+    "markdown": "markdown negotiation on the front page",
+    "permissions-policy": "Permissions-Policy: tools",
+    "webmcp": "declarative WebMCP tools on the front page",
     "wba-directory": "Web Bot Auth key directory",
     "did-configuration": "did-configuration.json (domain linkage)",
     "llms-txt": "llms.txt",
@@ -41,7 +51,7 @@ TITLES = {
 }
 ORDER = tuple(TITLES)
 KNOCK_TEXT = "muretai site check: a knock"
-_RPC_NO_ENVELOPE = -32001
+_RPC_NO_ENVELOPE = Code.SIGNATURE
 
 
 @dataclass
@@ -56,6 +66,7 @@ class _Visit:
     envelope_ts: int | None = None
     door_did: str | None = None
     door_reached: bool = False
+    door_accepts: object = None  # the first entry of the teaching refusal's accepts
     linkage: dict[str, Any] = field(default_factory=lambda: {"state": "not-published"})
     findings: dict[str, Finding] = field(default_factory=dict)
 
@@ -75,9 +86,14 @@ class _Visit:
     def get(self, path: str, accept: str = "application/json") -> HttpResult | None:
         """GET a path of this base; None when it cannot be fetched (the reason is the caller's
         to report: an absent thing is not an error)."""
+        return self.fetch(self.base.join(path), accept=accept)
+
+    def fetch(self, url: str, accept: str = "application/json") -> HttpResult | None:
+        """GET a URL; None when it cannot be fetched (refused, unreachable, out of time, or
+        redirected somewhere muretai does not dial)."""
         try:
-            return self.client.get(self.base.join(path), accept=accept)
-        except (Refused, Unreachable, DeadlineExceeded):
+            return self.client.get(url, accept=accept)
+        except (Refused, Unreachable, DeadlineExceeded, InputError):
             return None
 
 
@@ -94,7 +110,11 @@ def _check_card(v: _Visit) -> bool:
     from muretai_cli.net import http_refusal
 
     url = v.base.join(CARD_PATH)
-    result = v.client.get(url)  # unreachable here is the whole site: let it raise (exit 3)
+    try:
+        result = v.client.get(url)  # unreachable here is the whole site: let it raise (3)
+    except (Refused, InputError) as exc:  # a redirect elsewhere, too large: a finding
+        v.add("card", "FAIL", f"{url}: {exc.code}: {exc.detail}", url=url, reason=exc.code)
+        return False
     if result.status in (404, 410):
         v.add("card", "INFO", f"no card at {url} (HTTP {result.status}); publishing none is "
                               "not a fault, and nothing else about agents can be proven here",
@@ -143,7 +163,7 @@ def _check_alias(v: _Visit) -> None:
 
 
 def _check_signature(v: _Visit) -> None:
-    from muretai_cli.seam import canonical_bytes, verify_card_envelope
+    from muretai_cli.seam import verify_served_card
 
     url = v.base.join(CARD_SIG_PATH)
     result = v.get(CARD_SIG_PATH)
@@ -154,16 +174,12 @@ def _check_signature(v: _Visit) -> None:
         return
     env = _json(result.body)
     try:
-        signed = verify_card_envelope(env, expected_did=str(v.did))
+        signed = verify_served_card(env, v.card or {}, expected_did=str(v.did))
     except MuretaiError as exc:
         v.add("signature", "FAIL", f"the envelope is refused: {exc.code}: {exc.detail}",
               url=url, reason=exc.code)
         return
-    if canonical_bytes(signed) != canonical_bytes(v.card):
-        v.add("signature", "FAIL", "the envelope verifies, but signs a different card than "
-                                   "the one served", url=url, reason="envelope-card-differs")
-        return
-    v.envelope_ts = int(env["ts"]) if isinstance(env, dict) else None
+    v.envelope_ts = signed.ts
     v.add("signature", "PASS", f"verified under {v.did}", url=url, ts=v.envelope_ts)
 
 
@@ -210,20 +226,22 @@ def _check_origin(v: _Visit) -> None:
 
 
 def _check_fresh(v: _Visit) -> None:
-    from muretai_cli.seam import ENVELOPE_MAX_AGE, ENVELOPE_MAX_AHEAD
+    from muretai_cli.seam import ENVELOPE_MAX_AGE, ENVELOPE_MAX_AHEAD, envelope_freshness
 
     ts = v.envelope_ts
     if ts is None:
         v.add("fresh", "INFO", "not judged: there is no verified envelope to date")
         return
     age = v.now - ts
-    if age > ENVELOPE_MAX_AGE:
+    verdict = envelope_freshness(ts, v.now)
+    if verdict == "stale":
         v.add("fresh", "WARN", f"signed {age // 3600} h {age % 3600 // 60} min ago (more than "
                                f"{ENVELOPE_MAX_AGE // 3600} h): nobody may be home", ts=ts,
               ageSeconds=age)
-    elif -age > ENVELOPE_MAX_AHEAD:
-        v.add("fresh", "WARN", f"dated {-age} s in the future: the signer's clock is wrong",
-              ts=ts, ageSeconds=age)
+    elif verdict == "from-the-future":  # refused, as card fetch and verify card refuse it
+        v.add("fresh", "FAIL", f"dated {-age} s in the future (more than "
+                               f"{ENVELOPE_MAX_AHEAD} s): the signer's clock is wrong",
+              ts=ts, ageSeconds=age, reason="envelope-from-the-future")
     else:
         v.add("fresh", "PASS", f"signed {age} s ago", ts=ts, ageSeconds=age)
 
@@ -253,7 +271,8 @@ def _teaching_refusal(result: HttpResult, request_id: str) -> tuple[str | None, 
     accepts = data.get("accepts") if isinstance(data, dict) else None
     if not isinstance(error, dict) or error.get("code") != _RPC_NO_ENVELOPE \
             or not isinstance(accepts, list) or not accepts or not isinstance(accepts[0], dict):
-        return None, "a JSON-RPC answer without the teaching refusal (-32001 with accepts)"
+        return None, "a JSON-RPC answer without the teaching refusal " \
+                     f"({int(_RPC_NO_ENVELOPE)} with accepts)"
     if doc.get("id") != request_id:
         return None, "the teaching refusal does not carry this request's id: a canned copy " \
                      "(a proxy replaying the door's bytes) cannot be told from the door"
@@ -272,7 +291,7 @@ def _check_door(v: _Visit) -> None:
                     "parts": [{"kind": "text", "text": KNOCK_TEXT}]}}}
     try:
         result = v.client.post_json(v.endpoint, canonical_bytes(body))
-    except (Unreachable, DeadlineExceeded) as exc:
+    except (Unreachable, DeadlineExceeded, Refused) as exc:
         v.add("door", "FAIL", f"nothing answered at {v.endpoint}: {exc.code}: {exc.detail}",
               endpoint=v.endpoint, outcome="unreachable")
         return
@@ -286,7 +305,10 @@ def _check_door(v: _Visit) -> None:
               status=result.status)
         return
     v.door_did, v.door_reached = did, True
-    v.add("door", "PASS", f"the door taught its terms (-32001 with accepts) for {did}",
+    doc = _json(result.body)
+    v.door_accepts = doc["error"]["data"]["accepts"][0] if isinstance(doc, dict) else None
+    v.add("door", "PASS",
+          f"the door taught its terms ({int(_RPC_NO_ENVELOPE)} with accepts) for {did}",
           endpoint=v.endpoint, outcome="door", status=result.status, answersFor=did)
 
 
@@ -311,7 +333,7 @@ def _check_signed_knock(v: _Visit, signer: SigningKey | None) -> None:
                              context_id=new_context_id())
     try:
         result = v.client.post_json(v.endpoint, canonical_bytes(build_message_send(message)))
-    except (Unreachable, DeadlineExceeded) as exc:
+    except (Unreachable, DeadlineExceeded, Refused) as exc:
         v.add("door-signed", "FAIL", f"the signed knock got no answer: {exc.detail}")
         return
     doc = _json(result.body)
@@ -346,7 +368,7 @@ def _check_cors(v: _Visit) -> None:
     for name, url in (("card", card_url), ("door", v.endpoint)):
         try:
             result = v.client.options(url)
-        except (Unreachable, DeadlineExceeded) as exc:
+        except (Unreachable, DeadlineExceeded, Refused) as exc:
             facts[name] = {"url": url, "error": exc.code}
             missing.append(f"OPTIONS {url}: {exc.code}")
             continue
@@ -370,7 +392,7 @@ def _check_wba(v: _Visit) -> None:
     url = v.base.origin + DIRECTORY_PATH
     try:
         result: HttpResult | None = v.client.get(url, accept=DIRECTORY_MEDIA_TYPE)
-    except (Refused, Unreachable, DeadlineExceeded):
+    except (Refused, Unreachable, DeadlineExceeded, InputError):
         result = None
     if result is None or result.status != 200:
         status = result.status if result is not None else None
@@ -423,6 +445,8 @@ def check_site(base: BaseUrl, *, client: SafeClient, now: int, pins: PinStore | 
                signer: SigningKey | None = None) -> SiteReport:
     """Run every check against ``base``. Raises only when the site cannot be reached at all
     (``Unreachable``/``DeadlineExceeded``, exit 3/5) or the URL is unusable."""
+    from muretai_cli.site import _surfaces as surfaces
+
     v = _Visit(base, client, now)
     if _check_card(v):
         _check_alias(v)
@@ -434,10 +458,13 @@ def check_site(base: BaseUrl, *, client: SafeClient, now: int, pins: PinStore | 
         _check_pin(v, pins)
         _check_signed_knock(v, signer)
         _check_cors(v)
+        surfaces.check_terms(v)
+        surfaces.check_door_terms(v)
     else:
         for check in ("card-alias", "signature", "origin", "fresh", "pin", "door",
-                      "door-signed", "cors", "did-configuration"):
+                      "door-signed", "cors", "did-configuration", "terms", "door-terms"):
             v.add(check, "INFO", "not checked: there is no card to follow")
+    surfaces.check_front(v)
     _check_wba(v)
     _fact(v, "llms-txt", "/llms.txt", _llms)
     _fact(v, "robots-txt", "/robots.txt", _robots)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.site._report import Remedy
 
 SEAM = "muretai seam spec (muretai/agent-seam, spec/seam.md)"
 ENTRY = "agent-entry v1 (muretai/agent-entry, spec/v1.md)"
+ROUTER = "agent-web-router v0 (muretai/agent-web-router, spec/v0.md)"
 
 REMEDIES: dict[str, Remedy] = {
     "card": Remedy(
@@ -37,7 +39,8 @@ REMEDIES: dict[str, Remedy] = {
         "trust on first use (the DID pinned for this origin)"),
     "door": Remedy(
         "Answer POST at the card's url yourself: an unsigned message/send must get the "
-        "JSON-RPC teaching refusal (-32001, data.accepts naming your DID and endpoint) with "
+        f"JSON-RPC teaching refusal ({int(Code.SIGNATURE)}, data.accepts naming your DID and "
+        "endpoint) with "
         "the request's id. Let agent traffic reach the door past any proxy, CDN or bot wall.",
         f"{ENTRY} §4 (the door's keyless walk-in answer); JSON-RPC 2.0 §5"),
     "door-signed": Remedy(
@@ -48,7 +51,31 @@ REMEDIES: dict[str, Remedy] = {
         "Answer OPTIONS on the card and the door with 204 and Access-Control-Allow-Origin, "
         "and send Access-Control-Allow-Origin on the card itself, so browser-based agents "
         "can read it.",
-        "Fetch standard (CORS protocol)"),
+        "WHATWG Fetch standard §3.2 (the CORS protocol, "
+        "https://fetch.spec.whatwg.org/#http-cors-protocol); " + ENTRY + " AE-14"),
+    "terms": Remedy(
+        "State the door's terms on the card as A2A securitySchemes/security: one scheme whose "
+        "agentEntry object carries recipient (the card's own did), signedFields (the six), "
+        "canonicalization, signature, timestamp, in and exampleRequest (`muretai serve` "
+        "does). A card whose terms name another DID sends every signed message elsewhere.",
+        f"{ENTRY} AE-8 (terms stated on the card); {SEAM} §3 (the six signed fields)"),
+    "door-terms": Remedy(
+        "Build the keyless refusal's data.accepts[0] from the very object the card publishes "
+        "under securitySchemes.<scheme>.agentEntry, so the menu and the door can never "
+        "teach two different recipes; re-publish the card when the door's terms change.",
+        f"{ENTRY} AE-24 (the refusal that teaches: accepts[0] is the card's scheme object)"),
+    "signpost": Remedy(
+        "Send `Link: <https://your.site/.well-known/agent-card.json>; rel=\"service-desc\"` "
+        "(and rel=\"https://muretai.net/rel/agent-entry\") on the front page, so an agent that "
+        "fetched the page finds the card without parsing HTML (`muretai serve` does at the "
+        "door's address).",
+        f"RFC 8288 (Web Linking); RFC 8631 (service-desc); {ENTRY} (the notice); "
+        f"{ROUTER} AWR-3a"),
+    "catch-all": Remedy(
+        "Answer 404 for paths you do not serve (a single-page app's fallback route should "
+        "not cover /.well-known/): while every path answers 200, no visitor can tell a "
+        "published file from your front page.",
+        f"{ENTRY} AE-4 (no unadvertised address answers); RFC 9110 §15.5.5 (404)"),
     "wba-directory": Remedy(
         "Serve /.well-known/http-message-signatures-directory as "
         "application/http-message-signatures-directory+json, signed over @authority by "

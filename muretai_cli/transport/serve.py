@@ -56,17 +56,16 @@ def serve_workers(app_for: Callable[[int], Any], *, host: str, port: int, worker
     signal stops it; the exit code. One worker serves in this process; more are forked,
     each on its own socket of the port, after ``before_fork()`` closed what the parent
     holds (and also when binding fails). A port that cannot be bound is ``cannot-bind``."""
-    from muretai_cli.transport.server import bind_each
+    from muretai_cli.transport.server import listening
 
     if workers > 1:
         before_fork()
     try:
-        socks = bind_each(host, port, workers)
-    except OSError as exc:
+        socks = listening(host, port, workers)  # cannot-bind, with what to do
+    except InputError:
         if workers == 1:
             before_fork()
-        raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}") \
-            from None
+        raise
     bound = socks[0].getsockname()
     where = Listening(bound[0], bound[1], workers)
 

@@ -462,6 +462,30 @@ def bind(host: str, port: int, *, shared: bool = False) -> socket.socket:
     return sock
 
 
+def listening(host: str, port: int, count: int) -> list[socket.socket]:
+    """``bind_each``, its failure an ``InputError('cannot-bind')`` saying what to do."""
+    import errno
+
+    from muretai_cli.errors import InputError
+
+    try:
+        return bind_each(host, port, count)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            hint = (f"another process listens on {host}:{port} (a `muretai serve` or `relay "
+                    "serve` still running?): stop it, or give another port with --port N "
+                    "(--port 0 picks a free one)")
+        elif exc.errno == errno.EACCES:
+            hint = ("a port below 1024 needs privileges: give --port N with N of 1024 or "
+                    "more, and put a reverse proxy in front")
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            hint = f"{host} is not an address of this machine: give --host 127.0.0.1"
+        else:
+            hint = None
+        raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}",
+                         hint=hint) from None
+
+
 def bind_each(host: str, port: int, count: int) -> list[socket.socket]:
     """``count`` listening sockets on one port, one per worker process (SO_REUSEPORT): the
     kernel spreads new connections over their queues by a hash of each connection's

@@ -145,9 +145,9 @@ def _grant_verdict(grant: object, did: str, now: int) -> Verdict:
         ok = check_grant(grant, for_did=did, now=now)
     except MuretaiError as exc:
         return Verdict.of("contact", [error(exc.code, f"card.contact: {exc.detail}")])
-    facts = {"id": ok["id"], "uses": ok["uses"], "exp": ok["exp"]}
-    if isinstance(ok.get("purpose"), str):
-        facts["purpose"] = ok["purpose"]
+    facts: dict[str, Any] = {"id": ok.id, "uses": ok.uses, "exp": ok.exp}
+    if ok.purpose is not None:
+        facts["purpose"] = ok.purpose
     return Verdict.of("contact", facts=facts)
 
 
@@ -159,42 +159,30 @@ def org_verdict(doc: object, agent_did: str, now: int, trust: TrustList | None) 
         ok = check_membership(doc, agent_did=agent_did, now=now)
     except MuretaiError as exc:
         return Verdict.of("org", [error(exc.code, f"card.org: {exc.detail}")])
-    trusted = trust.get(ok["orgDid"]) if trust is not None else None
-    facts: dict[str, Any] = {"orgDid": ok["orgDid"], "claimedName": ok["orgName"],
+    trusted = trust.get(ok.org_did) if trust is not None else None
+    facts: dict[str, Any] = {"orgDid": ok.org_did, "claimedName": ok.org_name,
                              "trusted": trusted is not None}
     if trusted is not None:
         facts["trustedName"] = trusted.name
-    if isinstance(ok.get("role"), str):
-        facts["role"] = ok["role"]
+    if ok.role is not None:
+        facts["role"] = ok.role
     reasons = [] if trusted else [warning("org-not-trusted", f"the org name "
-                                          f"{ok['orgName'][:80]!r} is as claimed; "
-                                          f"{ok['orgDid']} is not in your trust list")]
+                                          f"{ok.org_name[:80]!r} is as claimed; "
+                                          f"{ok.org_did} is not in your trust list")]
     return Verdict.of("org", reasons, facts)
 
 
 def _envelope_reasons(card: Mapping[str, Any], envelope: object, now: int
                       ) -> tuple[list[Reason], Signature, int | None]:
     from muretai_cli.offline import card_freshness
-    from muretai_cli.seam import canonical_bytes, verify_card_envelope
+    from muretai_cli.seam import verify_served_card
 
     try:
-        signed = verify_card_envelope(envelope, expected_did=str(card["did"]))
+        opened = verify_served_card(envelope, card, expected_did=str(card["did"]))
     except MuretaiError as exc:
-        return [error(f"envelope-{exc.code}", f"the signed envelope is refused: {exc.detail}")
-                ], "refused", None
-    same = signed is card  # a given envelope (--card F) is its own plain card
-    if not same:
-        try:
-            same = canonical_bytes(signed) == canonical_bytes(dict(card))
-        except MuretaiError:
-            same = False
-    if not same:
-        return [error("envelope-card-differs", "the signed envelope verifies, but its card "
-                                               "differs from the plain card served")
-                ], "refused", None
-    assert isinstance(envelope, dict)
-    ts = int(envelope["ts"])
-    return card_freshness(ts, now), "verified", ts
+        code = exc.code if exc.code.startswith("envelope-") else f"envelope-{exc.code}"
+        return [error(code, f"the signed envelope is refused: {exc.detail}")], "refused", None
+    return card_freshness(opened.ts, now), "verified", opened.ts
 
 
 def judge_card(base: BaseUrl, card: object, found: EnvelopeResult, *, now: int,

@@ -27,6 +27,7 @@ from muretai_cli.errors import (
     Refused,
     Unreachable,
 )
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.urls import BaseUrl, base_from_any, same_base
 from muretai_cli.verdict import Reason, Verdict, error, warning
 from muretai_cli.visit.card import CardCheck
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.handoff import CardSource, EntryCheck
 
-METHOD_NOT_FOUND = -32601
-REPLAY = -32002  # a door that answers a retry so has seen the first attempt
+METHOD_NOT_FOUND = Code.METHOD_NOT_FOUND
+REPLAY = Code.REPLAY_OR_STALE  # a door that answers a retry so has seen the first attempt
 Redeemed = Literal["redeemed", "open-door", "not-needed"]
 # "message": the signed messageId is derived from the one sent; "conversation": only the
 # signed contextId matches, so the reply may answer any message of that conversation.
@@ -116,13 +117,14 @@ def target_from_card(card: CardCheck, to_did: str, *, grant: Mapping[str, Any] |
     """
     _require_card(card, to_did)
     endpoint = card.endpoint
-    assert endpoint is not None and same_base(endpoint, card.base)
+    if endpoint is None or not same_base(endpoint, card.base):  # a passing card has both
+        raise Refused("card-refused", f"the card of {card.base.text} names no door at its "
+                                      "own base")
     if grant is None and card.contact is not None:
         if not card.contact.ok:
             reason = card.contact.errors[0]
             raise Refused(reason.code, f"the card's contact grant is refused: {reason.detail}")
-        assert card.card is not None
-        grant = card.card["contact"]
+        grant = card.card.get("contact") if card.card is not None else None
     return Target(to_did, endpoint, card.base, grant, source, card, promised_binding(card))
 
 
@@ -151,7 +153,7 @@ def resolve_target(to_did: str, *, connect: str | Mapping[str, Any] | None,
     if isinstance(connect, Mapping):
         from muretai_cli.artifacts.grant import check_grant
 
-        grant = check_grant(dict(connect), for_did=to_did, now=now)
+        grant = check_grant(dict(connect), for_did=to_did, now=now).to_json()
         if card_url is not None:
             return target_from_card(card_of(card_url), to_did, grant=grant,
                                     source="grant+card")
@@ -164,7 +166,8 @@ def resolve_target(to_did: str, *, connect: str | Mapping[str, Any] | None,
                       reply_binding=known.reply_binding)
     if connect is not None or card_url is not None:
         url = connect if isinstance(connect, str) else card_url
-        assert url is not None
+        if url is None:
+            raise InputError("bad-connect", "connect is neither a grant object nor a card URL")
         return target_from_card(card_of(url), to_did)
     known = connections.get(to_did)
     if known is None:
@@ -314,8 +317,8 @@ def check_reply(doc: Mapping[str, Any], *, door_did: str, me: str, sent: Sent, n
         return ReplyCheck(Verdict.of("reply", [error("no-reply", "the door sent no reply; "
                                                                  "unverified")]), "none")
     if result.get("kind") == "task":
-        status = result.get("status") if isinstance(result.get("status"), dict) else {}
-        assert isinstance(status, dict)
+        found = result.get("status")
+        status: dict[str, Any] = found if isinstance(found, dict) else {}
         state = status.get("state") if isinstance(status.get("state"), str) else None
         candidates = [status.get("message")]
         history = result.get("history")

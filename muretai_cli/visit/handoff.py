@@ -290,8 +290,9 @@ class _Checker:
             found, card = self.vouch_for(entry.to)
             reasons.extend(found)
         if entry.kind == "dm":
-            assert entry.to is not None
-            if entry.connect is not None and not any(r.severity == "error" for r in reasons):
+            if entry.to is None:  # the handoff parser keeps no dm without a "to"
+                reasons.append(error("missing-to", "a dm entry names no recipient"))
+            elif entry.connect is not None and not any(r.severity == "error" for r in reasons):
                 reasons.extend(self.check_connect(entry.connect, entry.to))
             return EntryCheck(entry, Verdict.of(entry.kind, reasons), card=card)
         if entry.kind == "a2a":

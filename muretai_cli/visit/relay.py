@@ -193,8 +193,7 @@ class RelayClient:
                 raise Refused("relay-malformed", "the relay did not say the deposit is queued")
             return {"id": deposit_id, "attempts": attempt + 1,
                     "duplicate": doc.get("duplicate") is True}
-        assert last is not None
-        raise last
+        raise last or Unreachable("relay-unreachable", "no deposit attempt was made")
 
     def publish(self, envelope: dict[str, Any]) -> None:
         """POST a signed card envelope (the relay verifies it; we verified it first)."""
@@ -247,7 +246,7 @@ class RelayClient:
 
 def card_freshness(card: RelayCard, now: int) -> None:
     """A relay card dated ahead of now (beyond the seam's allowance) is refused."""
-    from muretai_cli.seam import ENVELOPE_MAX_AHEAD
+    from muretai_cli.seam import envelope_freshness
 
-    if card.ts > now + ENVELOPE_MAX_AHEAD:
+    if envelope_freshness(card.ts, now) == "from-the-future":  # stale still carries a box
         raise Refused("card-from-the-future", f"the card of {card.did} is dated ahead of now")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from muretai_cli.errors import InputError, PeerRefused, Refused
+from muretai_cli.inbox.ladder import Code
 from muretai_cli.verdict import Reason, warning
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 State = Literal["delivered", "queued", "held", "refused"]
 Channel = Literal["door", "relay"]
-AWAITING_APPROVAL = -32014
+AWAITING_APPROVAL = Code.AWAITING_APPROVAL
 ClientFor = Callable[[float, int], "SafeClient"]
 
 
@@ -51,7 +52,7 @@ class SendReport:
     route: str = ""
     already_held: bool = False
     reasons: list[Reason] = field(default_factory=list)
-    refusal: Mapping[str, Any] | None = None  # the door's -32014 answer, untrusted
+    refusal: Mapping[str, Any] | None = None  # the door's awaiting-approval answer, untrusted
 
     @property
     def exit_code(self) -> int:
@@ -96,6 +97,8 @@ class Sender:
     trust: TrustList | None = None
     # Headers signing each request to a door (Web Bot Auth, ``--wba``); relays are not signed.
     signer: Callable[[str], Mapping[str, str]] | None = None
+    # The identity's name, for the command a warning gives (``card publish --as NAME``).
+    name: str | None = None
 
     def client(self) -> SafeClient:
         """A client for the door's card and the knock (signed when ``signer`` is set)."""
@@ -130,6 +133,7 @@ def send_dm(sender: Sender, to_did: str, text: str, *,
                           pending["contextId"], "", pending["replyTo"], pending["requestId"],
                           route="pending", already_held=True, reasons=reasons)
     metadata = {"relay": sender.my_relay} if sender.my_relay else None
+    reasons += _reply_path(sender)
     if connect is not None or card_url is not None:
         target = _door_target(sender, to_did, connect=connect, card_url=card_url)
         return _knock(sender, target, text, context_id, reply_to, metadata, "card", reasons)
@@ -149,6 +153,38 @@ def send_dm(sender: Sender, to_did: str, text: str, *,
     raise InputError("not-connected", f"no way to reach {to_did} is known yet",
                      hint="give --relay URL (the peer's relay), --card-url URL or --connect "
                           "CARD_URL")
+
+
+def _reply_path(sender: Sender) -> list[Reason]:
+    """A warning when the relay this message names (``metadata.relay``) holds no card a peer
+    can reply through: none for this DID, or one naming another relay or no ``enc_pub``
+    (the peer's reply looks it up and refuses such a card). Nothing when the relay cannot be
+    asked: the message is still worth sending."""
+    from muretai_cli.errors import MuretaiError
+    from muretai_cli.visit.relay import RelayClient, relay_base
+
+    if not sender.my_relay:
+        return []
+    fix = f"publish it: `muretai card publish --as {sender.name or 'NAME'}`"
+    relay = RelayClient(sender.my_relay, sender.client_for, timeout=sender.timeout)
+    try:
+        card = relay.card(sender.key.did, now=sender.now)
+    except Refused as exc:
+        if exc.code not in ("no-card", "card-refused"):
+            return []
+        return [warning("card-not-published", f"{relay.url} holds no usable card for "
+                                              f"{sender.key.did} ({exc.code}), so the peer "
+                                              f"cannot reply through it; {fix}")]
+    except MuretaiError:
+        return []
+    named = card.relay
+    if named is None or relay_base(named).text != relay.url or card.enc_pub is None \
+            or card.enc_pub != sender.key.enc_pub:
+        return [warning("card-not-published", f"the card {relay.url} holds for "
+                                              f"{sender.key.did} does not name this relay "
+                                              "and this key's enc_pub, so the peer cannot "
+                                              f"reply through it; {fix}")]
+    return []
 
 
 def _door_target(sender: Sender, to_did: str, *, connect: str | Mapping[str, Any] | None,
@@ -240,7 +276,9 @@ def _deposit(sender: Sender, card: RelayCard, text: str, context_id: str | None,
     from muretai_cli.seam import canonical_bytes, seal_box
     from muretai_cli.visit.relay import RelayClient
 
-    assert card.relay is not None and card.enc_pub is not None
+    if card.relay is None or card.enc_pub is None:  # the route was chosen for having both
+        raise Refused("unreachable-identity", f"the card of {card.did} names no relay and "
+                                              "enc_pub to deposit with")
     relay = RelayClient(card.relay, sender.client_for, timeout=sender.timeout)
     message = signed_message(sender.key, to=card.did, text=text, now=sender.now,
                              context_id=context_id or new_context_id(), reply_to=reply_to,

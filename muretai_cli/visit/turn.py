@@ -90,19 +90,19 @@ class TurnCheck:
         from muretai_cli.db import Conflict, DatabaseUnavailable
         from muretai_cli.inbox.relayed import receive
 
-        if item.problem is not None or item.sender is None or item.id is None:
+        if item.problem is not None or item.sender is None or item.id is None \
+                or item.from_enc is None or item.blob is None:
             deposit = item.id if item.id is not None else f"unnamed-{secrets.token_hex(8)}"
             self.store.record_refused(item.sender or "", deposit, item.problem or "malformed",
                                       "the relay listed an item without its fields", now)
             return "refused"
-        assert item.from_enc is not None and item.blob is not None
         if (item.sender, item.id) in seen:  # committed before, or listed twice in one answer
             return "duplicate"
         seen.add((item.sender, item.id))
         try:
             return receive(self.store, self.key, self.policy, deposit_id=item.id,
                            sender=item.sender, from_enc=item.from_enc, blob=item.blob,
-                           now=now, seen=False).outcome
+                           now=now, seen=False, received=item.received).outcome
         except (DatabaseUnavailable, Conflict):
             raise  # the whole answer rolls back, nothing is acked: the relay gives it again
         except MuretaiError as exc:  # pragma: no cover - receive is total on its input

@@ -16,6 +16,7 @@ from muretai_cli.inbox.store.receipts import REPLAY_WINDOW
 
 if TYPE_CHECKING:
     from muretai_cli.db import Database
+    from muretai_cli.inbox.arrival import Arrival
     from muretai_cli.inbox.store.rates import Rates
     from muretai_cli.inbox.store.receipts import Receipts
 
@@ -26,12 +27,12 @@ Accepted = list[tuple[bool, int]]
 
 
 class Bulk(Protocol):
-    def takes(self, env: dict[str, Any]) -> bool:
+    def takes(self, arrival: Arrival) -> bool:
         """Whether ``accept`` of this message goes through ``lookup_and_accept``."""
         ...
 
     def lookup_and_accept(self, store: Receipts, lookups: Sequence[tuple[str, str, int]],
-                          accepts: Sequence[tuple[dict[str, Any], int, Limits]]
+                          accepts: Sequence[tuple[Arrival, int, Limits]]
                           ) -> tuple[Looked, Accepted]: ...
 
     def take_rates(self, store: Rates, items: Sequence[tuple[Limits, int]]) -> list[int]: ...
@@ -40,14 +41,14 @@ class Bulk(Protocol):
 class InTurn:
     """Every lookup, accept and count in turn, each its own transaction."""
 
-    def takes(self, env: dict[str, Any]) -> bool:
+    def takes(self, arrival: Arrival) -> bool:
         return False
 
     def lookup_and_accept(self, store: Receipts, lookups: Sequence[tuple[str, str, int]],
-                          accepts: Sequence[tuple[dict[str, Any], int, Limits]]
+                          accepts: Sequence[tuple[Arrival, int, Limits]]
                           ) -> tuple[Looked, Accepted]:
         return ([store.lookup(*item) for item in lookups],
-                [store._take_and_accept(env, now, limits) for env, now, limits in accepts])
+                [store._take_and_accept(a, now, limits) for a, now, limits in accepts])
 
     def take_rates(self, store: Rates, items: Sequence[tuple[Limits, int]]) -> list[int]:
         return [store.take_rate(limits, now) for limits, now in items]
@@ -56,14 +57,14 @@ class InTurn:
 class JsonBatches:
     """A batch as one statement a kind (see ``Receipts.lookup_and_accept``)."""
 
-    def takes(self, env: dict[str, Any]) -> bool:
-        return _door_taken(env)
+    def takes(self, arrival: Arrival) -> bool:
+        return _door_taken(arrival)
 
     def lookup_and_accept(self, store: Receipts, lookups: Sequence[tuple[str, str, int]],
-                          accepts: Sequence[tuple[dict[str, Any], int, Limits]]
+                          accepts: Sequence[tuple[Arrival, int, Limits]]
                           ) -> tuple[Looked, Accepted]:
         db = store.db
-        batched = [i for i, (env, _, _) in enumerate(accepts) if _door_taken(env)]
+        batched = [i for i, (arrival, _, _) in enumerate(accepts) if _door_taken(arrival)]
         counted = [i for i in batched if accepts[i][2]]
         waits = dict.fromkeys(range(len(accepts)), 0)
         if counted:
@@ -82,13 +83,13 @@ class JsonBatches:
         looked = [(bool(seen), status) for seen, status in looked_rows]
         taken = {row[0] for row in taken_rows}
         results_by_index: dict[int, tuple[bool, int]] = {
-            i: (False, waits[i]) if waits[i] else (accepts[i][0]["messageId"] in taken and
-                                                   first.get(accepts[i][0]["messageId"]) == i,
+            i: (False, waits[i]) if waits[i] else (accepts[i][0].message_id in taken and
+                                                   first.get(accepts[i][0].message_id) == i,
                                                    0)
             for i in batched}
         return looked, [results_by_index[i] if i in results_by_index
-                        else store._take_and_accept(env, now, limits)
-                        for i, (env, now, limits) in enumerate(accepts)]
+                        else store._take_and_accept(a, now, limits)
+                        for i, (a, now, limits) in enumerate(accepts)]
 
     def take_rates(self, store: Rates, items: Sequence[tuple[Limits, int]]) -> list[int]:
         return count_rates(store.db, items)
@@ -105,18 +106,18 @@ def _json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return json_rows(columns, rows)
 
 
-def _door_taken(env: dict[str, Any]) -> bool:
+def _door_taken(arrival: Arrival) -> bool:
     """A message the door took itself (not drained from a relay): what the door's group
     commit writes for a whole batch in one statement (``_accept_statement``)."""
-    return bool(env.get("channel", "door") == "door")
+    return arrival.channel == "door"
 
 
-def _first_copies(accepts: Sequence[tuple[dict[str, Any], int, Limits]],
+def _first_copies(accepts: Sequence[tuple[Arrival, int, Limits]],
                   indexes: Sequence[int]) -> dict[str, int]:
     """messageId -> the index of its first copy among ``indexes`` (the copies written)."""
     first: dict[str, int] = {}
     for index in indexes:
-        first.setdefault(accepts[index][0]["messageId"], index)
+        first.setdefault(accepts[index][0].message_id, index)
     return first
 
 
@@ -133,15 +134,15 @@ def _lookup_statement(lookups: Sequence[tuple[str, str, int]]) -> tuple[str, tup
                                            for m, s, now in lookups]),))
 
 
-def _accept_statement(accepts: Sequence[tuple[dict[str, Any], int, Limits]],
+def _accept_statement(accepts: Sequence[tuple[Arrival, int, Limits]],
                       first: dict[str, int]) -> tuple[str, tuple[str]]:
     """One statement that accepts the messages ``first`` names: their replay rows, their
     inbox rows and, for those that named a relay, the sender's ``peers`` row; it returns
     the messageIds accepted (a taken one is a replay). Rows go in messageId order (peers
     in sender order, one per sender), so racing batches take their locks in one order."""
-    rows = [(e["messageId"], e["from"], e["contextId"], e["text"], e["timestamp"], now,
-             e["sig"], e.get("replyTo"), e.get("relay") or None, e.get("reply"), e.get("wba"))
-            for e, now, _ in (accepts[first[k]] for k in sorted(first))]
+    rows = [(a.message_id, a.sender, a.context_id, a.text, a.timestamp, now, a.sig,
+             a.reply_to, a.relay or None, a.reply, a.wba)
+            for a, now, _ in (accepts[first[k]] for k in sorted(first))]
     return (
         "WITH v AS (SELECT * FROM json_to_recordset(?::json) AS v(message_id text, "
         "sender text, context_id text, text text, sent bigint, received bigint, sig text, "

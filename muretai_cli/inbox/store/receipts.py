@@ -13,6 +13,7 @@ from muretai_cli.seam import MESSAGE_WINDOW
 
 if TYPE_CHECKING:
     from muretai_cli.db import Database, Tx
+    from muretai_cli.inbox.arrival import Arrival
 
 __all__ = ["REPLAY_WINDOW", "Receipts"]
 
@@ -42,48 +43,49 @@ class Receipts(Rates):
             (message_id, now - REPLAY_WINDOW, sender))
         return (bool(row[0]), row[1]) if row else (False, None)
 
-    def accept(self, env: dict[str, Any], now: int) -> bool:
+    def accept(self, arrival: Arrival, now: int) -> bool:
         """Commit a verified message to the inbox and replay memory. False if a replay.
 
         Not exclusive: the unique keys decide. Two processes racing with one ``messageId``
         both insert its replay row; the database lets one commit and the other finds it.
-        ``env`` may carry ``channel`` (door | relay), a proved ``replyTo``, the ``relay``
-        the sender named, the signed ``reply`` given, and a relayed message's ``depositId``
-        (recorded in the same transaction, so a redelivery is recognised).
+        The ``Arrival`` carries its ``channel`` (door | relay), a proved ``reply_to``, the
+        ``relay`` the sender named, the signed ``reply`` given, and a relayed message's
+        ``deposit_id`` (recorded in the same transaction, so a redelivery is recognised).
         """
-        channel = env.get("channel", "door")
-        if self.bulk.takes(env):
-            return self.lookup_and_accept((), [(env, now, ())])[1][0][0]
-        row = (env["from"], env["messageId"], env["contextId"], env["text"], env["timestamp"],
-               now, env["sig"], "direct" if channel == "door" else channel, channel,
-               env.get("replyTo"), env.get("relay"), env.get("reply"), env.get("wba"))
+        channel = arrival.channel
+        if self.bulk.takes(arrival):
+            return self.lookup_and_accept((), [(arrival, now, ())])[1][0][0]
+        row = (arrival.sender, arrival.message_id, arrival.context_id, arrival.text,
+               arrival.timestamp, now, arrival.sig,
+               "direct" if channel == "door" else channel, channel, arrival.reply_to,
+               arrival.relay, arrival.reply, arrival.wba)
         if channel != "door" and self._batched:
             # A drain's listen answer is ONE transaction (``batch``) that any failure rolls
             # back whole (turn-check lets database errors through), and nothing is written
             # when the inbox holds the message already: no savepoint per message.
             if not self.db.all(_INBOX_INSERT, row):
                 return False
-            self._after_receipt(self.db, env, "accepted", None, now)
+            self._after_receipt(self.db, arrival, "accepted", None, now)
             return True
         try:
             with self.db.transaction(exclusive=False) as tx:
                 if channel == "door" and not tx.all(
                         "INSERT INTO replay (message_id, seen) VALUES (?, ?) "
                         "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
-                        (env["messageId"], now)):
+                        (arrival.message_id, now)):
                     return False
                 if not tx.all(_INBOX_INSERT, row):
                     raise _Replayed
-                self._after_receipt(tx, env, "accepted", None, now)
+                self._after_receipt(tx, arrival, "accepted", None, now)
         except _Replayed:
             return False
         return True
 
     def lookup_and_accept(self, lookups: Sequence[tuple[str, str, int]],
-                          accepts: Sequence[tuple[dict[str, Any], int, Limits]]
+                          accepts: Sequence[tuple[Arrival, int, Limits]]
                           ) -> tuple[list[tuple[bool, str | None]], list[tuple[bool, int]]]:
         """Many ``lookup(message_id, sender, now)``, and many accepts of a verified message
-        ``(env, now, limits)``, at once: their results, in order (the door's group commit on
+        ``(arrival, now, limits)``, at once: their results, in order (the door's group commit on
         PostgreSQL). An accept's result is ``(accepted, wait)``: ``wait`` > 0 when one of its
         rate ``limits`` (``take_rate``'s) refused it (nothing written for it), else whether
         it was accepted (False: a replay).
@@ -102,35 +104,35 @@ class Receipts(Rates):
         """
         return self.bulk.lookup_and_accept(self, lookups, accepts)
 
-    def _take_and_accept(self, env: dict[str, Any], now: int, limits: Limits
+    def _take_and_accept(self, arrival: Arrival, now: int, limits: Limits
                          ) -> tuple[bool, int]:
         """``take_rate`` then ``accept``, one after the other: ``(accepted, wait)``."""
         wait = self.take_rate(limits, now) if limits else 0
-        return (False, wait) if wait else (self.accept(env, now), 0)
+        return (False, wait) if wait else (self.accept(arrival, now), 0)
 
-    def _after_receipt(self, tx: Tx | Database, env: dict[str, Any], outcome: str,
+    def _after_receipt(self, tx: Tx | Database, arrival: Arrival, outcome: str,
                        request_id: str | None, now: int) -> None:
-        if env.get("relay"):
+        if arrival.relay:
             tx.execute("INSERT INTO peers (did, relay, updated) VALUES (?, ?, ?) "
                        "ON CONFLICT (did) DO UPDATE SET relay=excluded.relay, "
-                       "updated=excluded.updated", (env["from"], env["relay"], now))
-        if env.get("depositId") is not None:
+                       "updated=excluded.updated", (arrival.sender, arrival.relay, now))
+        if arrival.deposit_id is not None:
             tx.execute("INSERT INTO relayed (sender, deposit_id, message_id, outcome, "
                        "request_id, at) VALUES (?, ?, ?, ?, ?, ?)",
-                       (env["from"], env["depositId"], env["messageId"], outcome,
+                       (arrival.sender, arrival.deposit_id, arrival.message_id, outcome,
                         request_id, now))
 
 
-    def kept_reply(self, env: dict[str, Any]) -> dict[str, Any] | None:
+    def kept_reply(self, arrival: Arrival) -> dict[str, Any] | None:
         """The signed reply the door gave this exact message (same six fields, same sig);
         None for anything that differs, or that the door did not accept."""
         row = self.db.one("SELECT context_id, text, sent, sig, reply FROM inbox WHERE "
                           "sender=? AND message_id=? AND channel='door'",
-                          (env["from"], env["messageId"]))
+                          (arrival.sender, arrival.message_id))
         if row is None or row[4] is None:
             return None
-        if (row[0], row[1], row[2], row[3]) != (env["contextId"], env["text"],
-                                                env["timestamp"], env["sig"]):
+        if (row[0], row[1], row[2], row[3]) != (arrival.context_id, arrival.text,
+                                                arrival.timestamp, arrival.sig):
             return None
         reply: dict[str, Any] = json.loads(row[4])
         return reply
@@ -142,33 +144,33 @@ class Receipts(Rates):
             tx.execute("UPDATE inbox SET reply=? WHERE sender=? AND message_id=? AND "
                        "channel='door'", (reply, sender, message_id))
 
-    def hold(self, env: dict[str, Any], now: int) -> str | None:
+    def hold(self, arrival: Arrival, now: int) -> str | None:
         """Hold a message for the owner's decision; returns the sender's request id (the
         first held one: one request per stranger, whichever process held it), None for a
         replay. Every message of a sender awaiting a decision is kept (none is dropped),
         each in its own row, in order; approving or rejecting one decides them all.
         """
-        channel = env.get("channel", "door")
+        channel = arrival.channel
         with self.db.transaction() as tx:
             if channel == "door":
                 if not tx.all("INSERT INTO replay (message_id, seen) VALUES (?, ?) "
                               "ON CONFLICT (message_id) DO NOTHING RETURNING message_id",
-                              (env["messageId"], now)):
+                              (arrival.message_id, now)):
                     return None
             elif tx.one("SELECT 1 FROM requests WHERE sender=? AND message_id=?",
-                        (env["from"], env["messageId"])):
+                        (arrival.sender, arrival.message_id)):
                 return None
             request_id = f"r-{secrets.token_hex(8)}"
             tx.execute("INSERT INTO requests (id, sender, message_id, context_id, text, sent, "
                        "received, sig, channel, reply_to, relay, wba, seq) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                        "(SELECT COALESCE(MAX(seq), 0) + 1 FROM requests))",
-                       (request_id, env["from"], env["messageId"], env["contextId"],
-                        env["text"], env["timestamp"], now, env["sig"], channel,
-                        env.get("replyTo"), env.get("relay"), env.get("wba")))
-            self._after_receipt(tx, env, "held", request_id, now)
+                       (request_id, arrival.sender, arrival.message_id, arrival.context_id,
+                        arrival.text, arrival.timestamp, now, arrival.sig, channel,
+                        arrival.reply_to, arrival.relay, arrival.wba))
+            self._after_receipt(tx, arrival, "held", request_id, now)
             first = tx.one("SELECT id FROM requests WHERE sender=? AND status='held' "
-                           "ORDER BY seq LIMIT 1", (env["from"],))
+                           "ORDER BY seq LIMIT 1", (arrival.sender,))
             return str(first[0]) if first else request_id
 
     def prune(self, now: int) -> None:

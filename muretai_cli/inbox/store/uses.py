@@ -35,17 +35,20 @@ class Spent:
     exp: int
 
 
-def spend_use(tx: Tx, kind: Uses, key: str, who: str, now: int) -> Spent:
+def spend_use(tx: Tx, kind: Uses, key: str, who: str, now: int,
+              valid_at: int | None = None) -> Spent:
     """Spend one use of token ``key`` for ``who`` inside ``tx`` (an exclusive transaction,
     so racing spends over any number of processes never exceed ``uses``). Spending again
-    for the same ``who`` spends nothing. ``Refused`` with ``kind``'s codes otherwise."""
+    for the same ``who`` spends nothing. ``Refused`` with ``kind``'s codes otherwise.
+    ``valid_at``: the moment the token must have been unexpired at (a relayed claim: when
+    the relay took it); ``now`` when None."""
     row = tx.one(kind.read, (key,))
     if row is None:
         raise Refused(*kind.refusals["unknown"])
     uses, used, exp, revoked = row
     if revoked is not None:
         raise Refused(*kind.refusals["revoked"])
-    if exp <= now:
+    if exp <= (now if valid_at is None else valid_at):
         raise Refused(*kind.refusals["expired"])
     if tx.one(kind.claimed, (key, who)):
         return Spent(False, max(0, uses - used), int(exp))
