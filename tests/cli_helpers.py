@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from muretai_cli.cli import app
 

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +28,25 @@ import uvicorn
 
 from muretai_cli.transport.children import listening_port, muretai_argv, stop
 from tests.repo_files import ROOT
-from tests.waiting import wait_until
+from tests.waiting import wait_until  # the suite's one wait, here too for older imports
 
-__all__ = ["wait_until"]  # re-exported: the suite's one wait lives in tests.waiting
+__all__ = [
+    "READY_PATHS",
+    "RELAY_ORIGIN",
+    "ROOT",
+    "ServeProc",
+    "children_of",
+    "race",
+    "run_uvicorn",
+    "running",
+    "serve_asgi",
+    "start_many",
+    "start_muretai",
+    "start_relay",
+    "start_serve",
+    "stop_all",
+    "wait_until",
+]
 
 READY_PATHS = {"serve": "/.well-known/agent-card.json", "relay": "/card/did:key:z"}
 
@@ -93,7 +109,7 @@ class ServeProc:
         raise RuntimeError(f"serve did not answer in time: {self.log.read_text()}")
 
     def rpc(self, body: dict[str, Any], client: httpx.Client | None = None) -> dict[str, Any]:
-        resp = (client or httpx).post(self.base + "/", json=body, timeout=15)  # type: ignore[attr-defined]
+        resp = (client or httpx).post(self.base + "/", json=body, timeout=15)
         doc: dict[str, Any] = resp.json()
         doc["_status"] = resp.status_code
         return doc
@@ -151,7 +167,7 @@ def running(server: ServeProc) -> Iterator[ServeProc]:
         server.stop()
 
 
-def race(calls: list[Callable[[], Any]]) -> list[Any]:
+def race(calls: Sequence[Callable[..., Any]]) -> list[Any]:
     """Call each of ``calls`` in a thread of its own, all let go at once: their results."""
     out: list[Any] = [None] * len(calls)
     gate = threading.Barrier(len(calls))

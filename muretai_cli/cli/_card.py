@@ -156,7 +156,7 @@ def publish(
     import time
 
     from muretai_cli.cli._acting import load_identity
-    from muretai_cli.durations import parse_seconds
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.home import Profiles
     from muretai_cli.seam import sign_card_envelope
     from muretai_cli.urls import parse_base_url

@@ -55,8 +55,8 @@ def doctor(
                                 "muretai id new NAME"))
     checked, loaded = check_identities(store, names)
     findings += checked
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._visitout import client_for
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.home import Profiles
 
     profiles = Profiles()

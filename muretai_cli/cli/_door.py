@@ -152,8 +152,8 @@ def serve(
 
     Each arrival is logged on stderr (time, outcome, method, claimed sender).
     """
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._input import read_input
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.urls import parse_base_url
 
     base = parse_base_url(url)
@@ -203,12 +203,13 @@ def serve(
         if json_out:
             emit_json_line({"ok": True, "event": "listening", "time": int(time.time()),
                             "address": at.address, "url": base.text, "did": ident.did,
-                            "policy": dm_policy, "workers": workers})
+                            "policy": config.policy, "workers": workers})
 
     code = serve_door(
         ident.signing_key(),
         replace(checked, name=ident.name, org=membership, durable=durable,
-                did_configuration=linkage, wba_allow_private=wba_allow_private),
+                did_configuration=linkage, wba_allow_private=wba_allow_private,
+                keystate=ident.keystate()),
         lambda: open_store(ident, db, durable=durable), host=host, port=port,
         workers=workers, policy=checked.policy if dm_policy else None,
         shared_store=is_postgres_url(db), http=http, on_listening=listening, on_event=told,
@@ -268,7 +269,7 @@ def issue(
 ) -> None:
     """Mint a contact grant, record it, and make it the card's contact. Prints the grant."""
     from muretai_cli.artifacts.grant import mint_grant
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
 
     ttl = parse_duration(expires, name="--expires")
     if uses < 1:

@@ -77,7 +77,7 @@ def create(
     Prints the card's JSON and its one-line paste form muretai:invite:…
     """
     from muretai_cli.artifacts.invite import invite_text, mint_invite
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
     from muretai_cli.inbox.invites import InviteStore
     from muretai_cli.urls import parse_base_url
 
@@ -279,8 +279,8 @@ def _join_by_relay(key: SigningKey, got: Invite, claim: dict[str, Any], message:
                    max_bytes: int) -> dict[str, Any]:
     """Deposit the sealed claim at the inviter's relay, then the first message the same way
     (both queued: the inviter judges them at its next turn-check, claim first)."""
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._visitout import client_for
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.home import ConnectionStore
     from muretai_cli.visit.join import claim_via_relay
     from muretai_cli.visit.relay import RelayClient

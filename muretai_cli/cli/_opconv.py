@@ -291,15 +291,22 @@ def connections(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     for conn in ConnectionStore(ident.did).all():
         peers.setdefault(conn.did, {"did": conn.did, "lastMessage": None}).update(
             {**conn.to_json(), "door": conn.endpoint})
+    from muretai_cli.cli._opdoor import CHECKED, checked_peers
+
+    checked = checked_peers(ctx)
+    for did in checked:  # a peer checked out of band is one you know, written to or not
+        peers.setdefault(did, {"did": did, "lastMessage": None})
     rows = [peers[k] for k in sorted(peers)]
     for row in rows:
         row["reachedBy"] = "door" if row.get("door") else "relay" if row.get("relay") else None
+        row["checkedOutOfBand"] = row["did"] in checked
     if json_out:
         emit_json({"ok": True, "as": ident.name, "did": ident.did, "connections": rows})
         return
     for row in rows:
         via = safe(row.get("door") or row.get("relay") or "-", limit=200)
-        say(f"{row['did']}  {row['reachedBy'] or 'not reachable yet'}  {via}")
+        mark = f"  {CHECKED}" if row["checkedOutOfBand"] else ""
+        say(f"{row['did']}  {row['reachedBy'] or 'not reachable yet'}  {via}{mark}")
         last = row.get("lastMessage")
         if last:
             arrow = "<-" if last["direction"] == "in" else "->"

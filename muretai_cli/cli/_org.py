@@ -90,7 +90,7 @@ def attest(
     import time
 
     from muretai_cli.artifacts.org import attest_member
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
 
     ttl = parse_duration(expires, name="--expires") if expires is not None else None
     key = load_identity(as_, keys).signing_key()

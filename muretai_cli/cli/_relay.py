@@ -65,7 +65,7 @@ def serve(
                                  "wake each other's long-polls through it).")] = 1,
 ) -> None:
     """Serve send, listen, ack and card for any DID. The relay never sees text."""
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
     from muretai_cli.urls import parse_base_url
 
     for flag, value in (("--max-body", max_body), ("--max-blob", max_blob),

@@ -56,7 +56,7 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
     ) -> None:
         """Print a KeyState delegating --as's root to --op (the previous op key is burned)."""
         from muretai_cli.artifacts.keystate import burn_list, mint_keystate
-        from muretai_cli.durations import parse_moment
+        from muretai_cli.cli._durations import parse_moment
         from muretai_cli.home import MintedRecords
 
         ident = load_identity(as_, keys)
@@ -125,7 +125,7 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
     ) -> None:
         """Print a v2 device binding: --as signs as owner, --device countersigns."""
         from muretai_cli.artifacts.binding import mint_binding
-        from muretai_cli.durations import parse_moment
+        from muretai_cli.cli._durations import parse_moment
 
         clock = int(time.time()) if now is None else now
         owner = load_identity(as_, keys).signing_key()

@@ -34,8 +34,8 @@ def message(
     json_out: JsonOpt = False,
 ) -> None:
     """Verify signed A2A messages (message/send requests or bare messages) addressed to --to."""
-    from muretai_cli.offline import check_message
     from muretai_cli.seam import MESSAGE_WINDOW
+    from muretai_cli.visit.offline import check_message
 
     span = MESSAGE_WINDOW if window is None else window
     when = int(time.time()) if now is None else now
@@ -55,8 +55,8 @@ def card(
     json_out: JsonOpt = False,
 ) -> None:
     """Verify signed Agent Card envelopes ({v, typ, card, ts, sig}) under --did."""
-    from muretai_cli.offline import check_card_envelope
     from muretai_cli.urls import base_from_any
+    from muretai_cli.visit.offline import check_card_envelope
 
     base = base_from_any(origin, require_https=False) if origin else None
     when = int(time.time()) if now is None else now

@@ -55,7 +55,7 @@ WbaAsOpt = Annotated[str | None, typer.Option(
 def make_client(timeout: str, max_bytes: int, *,
                 signer: Callable[[str], dict[str, str]] | None = None) -> SafeClient:
     """The one HTTP client of a command (imports httpx only now)."""
-    from muretai_cli.durations import parse_seconds
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.net import SafeClient
 
     return SafeClient(timeout=parse_seconds(timeout), max_bytes=max_bytes, signer=signer,

@@ -3,7 +3,6 @@ the ladder, applies the owner's consent rules and keeps what it accepted (SQLite
 The ladder after transport, consent and the store live in ``inbox/``, shared with the
 relay drain.
 
-    rate.py    per-sender and door-wide token buckets
     config.py     DoorConfig: how a door runs, valid on construction
     core.py       Door: the ladder in order, consent, signed replies
     card.py       the card and its signed envelope, the terms, the WBA key directory
@@ -15,3 +14,7 @@ relay drain.
 Imports starlette/uvicorn/sqlite3 only from its submodules, so the CLI pays for them only in
 the commands that use them.
 """
+
+# The room's public surface: its modules (each imported on first use, never here).
+__all__ = ["app", "card", "config", "core", "events", "executors", "publish", "respond", "serve",
+           "wba"]

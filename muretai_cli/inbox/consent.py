@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from muretai_cli.errors import Refused
 from muretai_cli.inbox.ladder import Code, RpcError
 
 if TYPE_CHECKING:
@@ -77,7 +78,10 @@ def judge(store: IdentityStore, policy: Policy, arrival: Arrival, status: str | 
             raise RpcError(Code.INTRODUCTION_REQUIRED, "introduction-required")
         if policy == "quarantine" and not (status == "approved" or wrote):
             # Held, each message (none dropped); the answer names the first held request.
-            request_id = store.hold(arrival, now)
+            try:
+                request_id = store.hold(arrival, now)
+            except Refused as full:  # every stranger's holds at their bound
+                raise RpcError(Code.INTRODUCTION_REQUIRED, full.code) from None
             if request_id is None:
                 raise RpcError(Code.REPLAY_OR_STALE, "replay")
             raise RpcError(HELD_CODE, "awaiting-approval", data=gate(request_id))

@@ -8,3 +8,6 @@
 
 Never imports ``door/``, ``inbox/`` or ``visit/``, and holds no key that opens a box.
 """
+
+# The room's public surface: its modules (each imported on first use, never here).
+__all__ = ["app", "core", "notify", "pgnotify", "serve", "store"]

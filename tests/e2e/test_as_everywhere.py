@@ -85,7 +85,7 @@ def test_sign_key_records(me: str) -> None:
 
 def test_doctor_as_a_did(me: str) -> None:
     doc = _doc("doctor", "--as", me, "--json")
-    checks = [c["check"] for c in doc["checks"]]  # type: ignore[union-attr]
+    checks = [c["check"] for c in doc["checks"]]  # type: ignore[attr-defined]
     assert "identity me" in checks and "identity other" not in checks
 
 

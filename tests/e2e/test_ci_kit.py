@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.repo_files import ROOT, VECTORS
 
@@ -33,9 +34,9 @@ def _hooks() -> dict[str, str]:
     return dict(zip(ids, entries, strict=True))
 
 
-def _run(argv: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+def _run(argv: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
-                          **kw)  # type: ignore[call-overload]
+                          **kw)
 
 
 def test_pre_commit_hook_entries() -> None:

@@ -32,7 +32,7 @@ SHOP = "https://shop.example"
 def _docs_snippet() -> str:
     text = (ROOT / "docs/ci.md").read_text()
     section = text[text.index("## pre-commit"):text.index("## GitHub Actions")]
-    return re.findall(r"```yaml\n(.*?)```", section, re.S)[0]
+    return str(re.findall(r"```yaml\n(.*?)```", section, re.S)[0])
 
 
 def _comment_snippet() -> str:

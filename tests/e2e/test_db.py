@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,10 +36,10 @@ def _open(backend: str) -> Database:
 
 
 @pytest.fixture
-def db(backend: str) -> Database:
+def db(backend: str) -> Iterator[Database]:
     database = _open(backend)
     upgrade(database, ONE)
-    yield database  # type: ignore[misc]
+    yield database
     database.close()
 
 
@@ -167,7 +168,7 @@ def test_each_batch_is_a_view_of_its_own_and_placeholders_are_translated_once(
         assert first is not second  # no view (nor its savepoint depth) outlives its batch
     finally:
         db.close()
-    assert to_format_style.cache_info().maxsize == 512  # type: ignore[attr-defined]
+    assert to_format_style.cache_info().maxsize == 512
 
 
 def test_a_process_frozen_inside_a_transaction_holds_its_store_for_a_bounded_time(

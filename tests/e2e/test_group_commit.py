@@ -207,7 +207,7 @@ def test_a_batch_of_rate_counts_admits_as_one_at_a_time_would(backend: str) -> N
         items = [([a, total], now), ([a, total], now), ([a, total], now + 1),
                  ([b, total], now + 2), ([b, total], now + 3), ([total], now + 4)]
         assert store.take_rates(items) == [0, 0, 59, 0, 57, 56]
-        counts = dict(store.db.all("SELECT bucket, used FROM rate"))
+        counts: dict[str, int] = dict(store.db.all("SELECT bucket, used FROM rate"))
         assert counts == {"a": 2, "b": 1, "*": 3}
         # the next window starts again, and a later batch sees what this one counted
         assert store.take_rates([([a, total], now + 60), ([a, total], now + 5)]) == [0, 55]

@@ -342,13 +342,13 @@ def test_join_through_a_relay_then_talk(tmp_path: Any) -> None:
                          "--name", given)
         assert code == 0, joined
         assert joined["claim"]["queued"] is True and joined["message"]["state"] == "queued"
-        drained = run("op", "--as", "ines", "turn-check")
-        assert drained.exit_code == 0, drained.stderr
-        assert "\x1b" not in drained.stdout and "\x07" not in drained.stdout
+        drain_out = run("op", "--as", "ines", "turn-check")
+        assert drain_out.exit_code == 0, drain_out.stderr
+        assert "\x1b" not in drain_out.stdout and "\x07" not in drain_out.stdout
         assert f"joined through your invite: {dids['jo']}, who gives the name " \
-               "'Jo?[2J? the builder'" in drained.stdout
-        assert "| hello Ines" in drained.stdout                 # the claim came first:
-        assert "HELD" not in drained.stdout and "refused" not in drained.stdout  # not held
+               "'Jo?[2J? the builder'" in drain_out.stdout
+        assert "| hello Ines" in drain_out.stdout                 # the claim came first:
+        assert "HELD" not in drain_out.stdout and "refused" not in drain_out.stdout  # not held
         code, listing = j("invite", "contacts", "--as", "ines")
         assert [(c["did"], c["name"]) for c in listing["contacts"]] == [(dids["jo"], given)]
         code, listing = j("invite", "contacts", "--as", "jo")   # the inviter, from the invite

@@ -95,7 +95,7 @@ def test_op_commands_on_a_full_disk_say_disk_full(monkeypatch: pytest.MonkeyPatc
     real_connect = sqlite3.connect
 
     def full(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = real_connect(*args, **kwargs)
+        conn: sqlite3.Connection = real_connect(*args, **kwargs)
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         conn.execute(f"PRAGMA max_page_count = {pages}")
         return conn

@@ -6,6 +6,7 @@ Each test names the rule it guards; removing that rule from ``door/respond.py`` 
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import sys
@@ -141,7 +142,7 @@ print("too late")
         assert fields["text"] == RECEIPT
         assert _answered(events)["warning"]["code"] == "timeout"
         for pid in map(int, pids.read_text().split()):
-            wait_until(lambda pid=pid: _gone(pid), f"process {pid} is gone")
+            wait_until(functools.partial(_gone, pid), f"process {pid} is gone")
 
 
 def test_output_past_the_cap_is_the_receipt_without_waiting_for_the_end(

@@ -67,7 +67,7 @@ def test_a_replayed_token_with_a_huge_epoch_is_refused(backend: str) -> None:
         _send(relay, bob, "still mine")
         code, doc, err = _turn_check()
         assert code == 0, err
-        assert [m["text"] for m in doc["messages"]] == ["still mine"]  # type: ignore[index]
+        assert [m["text"] for m in doc["messages"]] == ["still mine"]  # type: ignore[attr-defined]
 
 
 def _poison(backend: str, did: str) -> None:
@@ -91,7 +91,7 @@ def test_a_poisoned_epoch_kept_from_before_is_void_across_restarts(backend: str)
             _send(relay, bob, f"after the poison {run_number}")
             code, doc, err = _turn_check()
             assert code == 0, err
-            assert [m["text"] for m in doc["messages"]] == [  # type: ignore[index]
+            assert [m["text"] for m in doc["messages"]] == [  # type: ignore[attr-defined]
                 f"after the poison {run_number}"]
             assert relay.relay.store.epoch(bob.did) != POISON
 
@@ -111,7 +111,7 @@ def test_a_copied_token_holds_the_mailbox_no_longer_than_its_minute(tmp_path: Pa
         _send(relay, bob, "back to me")
         code, doc, err = _turn_check()
         assert code == 0, err
-        assert [m["text"] for m in doc["messages"]] == ["back to me"]  # type: ignore[index]
+        assert [m["text"] for m in doc["messages"]] == ["back to me"]  # type: ignore[attr-defined]
 
 
 def test_a_void_epoch_is_taken_over_on_each_backend(backend: str) -> None:

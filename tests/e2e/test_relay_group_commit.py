@@ -305,6 +305,20 @@ def test_the_mailbox_cap_holds_exactly_across_processes(pg_url: str) -> None:
     assert len(stored(pg_url, bob)) == 10
 
 
+async def _lock_waited(pg_url: str) -> None:
+    """Return once a session of this database waits for a lock (the event loop goes on
+    meanwhile), instead of sleeping and hoping the waiter got that far."""
+    with psycopg.connect(pg_url, autocommit=True) as watch:
+        for _ in range(1000):
+            if watch.execute(
+                    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                    "WHERE NOT l.granted AND a.datname = current_database()"
+                    ).fetchone() != (0,):
+                return
+            await asyncio.sleep(0.01)
+    raise AssertionError("no session of the database came to wait for the lock")
+
+
 def test_a_deposit_waiting_for_the_database_leaves_the_loop_free(pg_url: str) -> None:
     """Nothing a PostgreSQL relay asks its store runs on its event loop: while a deposit
     waits for its mailbox (another process holds it), listens and cards are answered;
@@ -320,7 +334,7 @@ def test_a_deposit_waiting_for_the_database_leaves_the_loop_free(pg_url: str) ->
             conn.execute("SELECT pg_advisory_xact_lock(%s)",
                          (lock_key(f"relay mailbox {bob.did}"),))
             held = asyncio.ensure_future(r.send(json.dumps(deposit_body(alice, bob)).encode()))
-            await asyncio.sleep(0.2)
+            await _lock_waited(pg_url)  # the deposit has reached the mailbox lock
             assert not held.done()
             listened = await r.listen(json.dumps(listen_body(carol, URL.origin, wait=0))
                                       .encode())
@@ -333,7 +347,7 @@ def test_a_deposit_waiting_for_the_database_leaves_the_loop_free(pg_url: str) ->
                          (carol.did,))
             claim = asyncio.ensure_future(r.listen(json.dumps(
                 listen_body(carol, URL.origin, epoch=2, wait=0)).encode()))
-            await asyncio.sleep(0.2)
+            await _lock_waited(pg_url)  # the claim has reached the listener row's lock
             assert not claim.done()
             assert outcome(await r.send(json.dumps(deposit_body(carol, alice)).encode())
                            ) == "queued"

@@ -46,7 +46,8 @@ def test_card_fetch_shows_a_hostile_name_on_one_line() -> None:
     with live_door("open") as door:
         # the door's own name is an identity name (plain); give its card a hostile one
         door.door.config = dataclasses.replace(door.door.config, name=TEXT)
-        door.door._card_rev = None  # rebuilt and re-signed on the next GET
+        door.door.published.config = door.door.config  # the card is built from its own copy
+        door.door.published._card_rev = None  # rebuilt and re-signed on the next GET
         result = run("card", "fetch", door.base, "--did", door.did)
         assert result.exit_code == 0, result.output
         assert _leaks(result.stdout + result.stderr) == []

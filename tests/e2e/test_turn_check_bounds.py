@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from muretai_cli.artifacts.message import build_message_send, signed_message
+from muretai_cli.errors import Refused
 from muretai_cli.home import KeyStore, keys_dir
 from muretai_cli.inbox.store import IdentityStore
 from muretai_cli.net import SafeClient
@@ -137,7 +138,7 @@ def test_the_time_bound_ends_a_drain(tmp_path: Path) -> None:
             client = RelayClient(url, lambda s, b: SafeClient(timeout=s, max_bytes=b))
             check = turn.TurnCheck(me, store, client, "open",
                                    ticker=lambda: float(next(ticks)))
-            with pytest.raises(turn.Refused) as refused:
+            with pytest.raises(Refused) as refused:
                 check.drain(0)
         finally:
             store.close()

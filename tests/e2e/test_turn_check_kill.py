@@ -91,7 +91,7 @@ def _rest_after_kill(proc: subprocess.Popen[bytes]) -> list[bytes]:
     return [line for line in rest.splitlines(keepends=True) if line.endswith(b"\n")]
 
 
-def _until(condition: Callable[[], bool], proc: subprocess.Popen[bytes],
+def _reached(condition: Callable[[], bool], proc: subprocess.Popen[bytes],
            timeout: float = 60) -> None:
     met = wait_until(lambda: "met" if condition() else proc.poll() is not None and "ended",
                      "the kill point is reached", timeout=timeout, interval=0.002)
@@ -113,7 +113,7 @@ def test_kill_9_mid_drain_then_the_next_run_shows_every_message_once(
     relay_db = tmp_path / "relay.sqlite3"
     texts = fill_mailbox(relay_db, bob, MESSAGES)
     first = _turn_check("--json")
-    _until(lambda: _stored(bob) > 0, first)  # one listen answer committed
+    _reached(lambda: _stored(bob) > 0, first)  # one listen answer committed
     first.send_signal(signal.SIGKILL)
     out, _ = first.communicate(timeout=30)
     assert first.returncode == -signal.SIGKILL

@@ -195,11 +195,13 @@ def test_url_canonical_forms_match() -> None:
     for url in ("HTTPS://Example.COM:443/support/", "https://example.com/support"):
         card = {"did": key.did, "url": url}
         assert judge_card(base, card, signed(key, card, 100), now=100).ok
-    for url in ("https://example.com/sales", "https://example.com", "http://example.com/support",
-                "https://example.com:8443/support", 42):
-        card = {"did": key.did, "url": url}
-        check = judge_card(base, card, signed(key, card, 100), now=100)
-        assert check.verdict.codes() == ["card-url-mismatch"], url
+    wrongs: tuple[str | int, ...] = ("https://example.com/sales", "https://example.com",
+                                     "http://example.com/support",
+                                     "https://example.com:8443/support", 42)
+    for wrong in wrongs:
+        other: dict[str, Any] = {"did": key.did, "url": wrong}
+        check = judge_card(base, other, signed(key, other, 100), now=100)
+        assert check.verdict.codes() == ["card-url-mismatch"], wrong
 
 
 def signed(key: SigningKey, card: dict[str, Any], ts: int) -> EnvelopeResult:

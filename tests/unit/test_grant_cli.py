@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from muretai_cli.artifacts.grant import mint_grant
 from muretai_cli.cli import app
-from muretai_cli.durations import parse_duration, parse_seconds
+from muretai_cli.cli._durations import parse_duration, parse_seconds
 from muretai_cli.errors import InputError
 from muretai_cli.seam import SigningKey
 
@@ -71,7 +71,7 @@ def test_batch_worst_exit(tmp_path: Path) -> None:
     good.write_text(json.dumps(mint_grant(DOOR, uses=1, now=NOW)))
     code, doc = verify(str(good), str(tmp_path / "missing.json"), "--for", DOOR.did, "--now",
                        str(NOW))
-    assert code == 2 and [r["ok"] for r in doc["results"]] == [True, False]  # type: ignore[index,union-attr]
+    assert code == 2 and [r["ok"] for r in doc["results"]] == [True, False]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("5m", 300),

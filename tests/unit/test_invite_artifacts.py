@@ -169,6 +169,6 @@ def test_invite_and_claim_verifiers_are_total(field: str, value: object) -> None
     for fn, arg, kw in ((verify_invite, doc, {}),
                         (verify_claim, claim, {"inviter_did": INVITER.did})):
         with contextlib.suppress(MuretaiError):
-            fn(arg, now=NOW, **kw)  # type: ignore[operator]
+            fn(arg, now=NOW, **kw)  # type: ignore[arg-type]
     with contextlib.suppress(MuretaiError):
         read_invite(INVITE_PREFIX + str(value))

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from muretai_cli.cli import app
 from tests.repo_files import ROOT

@@ -18,7 +18,7 @@ from muretai_cli.artifacts.org import attest_member
 from muretai_cli.schemas import load, names
 from muretai_cli.seam import SigningKey, b64encode, sign_card_envelope, sign_relay_send
 from tests.cli_helpers import run
-from tests.repo_files import ROOT, load_vectors
+from tests.repo_files import ROOT, cases, load_vectors
 
 KEY = SigningKey(bytes(range(32)))
 OTHER = SigningKey(bytes(range(1, 33)))
@@ -70,7 +70,7 @@ def test_grant_org_card_envelope() -> None:
     _bad("org-membership", _mutate(member, lambda d: d.update(agentDid="did:web:x")), "did")
     for env in (sign_card_envelope(KEY, {"name": "x", "url": "https://a.example"}, NOW),
                 *({"v": 1, "typ": "agentcard", "card": c["card"], "ts": c["ts"], "sig": c["sig"]}
-                  for c in load_vectors("wire_vectors.json")["cardpub"])):
+                  for c in cases(load_vectors("wire_vectors.json")["cardpub"], "cardpub"))):
         _ok("card-envelope", env)
         _bad("card-envelope", _mutate(env, lambda d: d.update(ts=d["ts"] + 0.5)), "fractional ts")
         _bad("card-envelope", _mutate(env, lambda d: d["card"].pop("did")), "no did")
@@ -79,7 +79,7 @@ def test_grant_org_card_envelope() -> None:
 
 def test_invite_claim_relay_deposit() -> None:
     vectors = load_vectors("wire_vectors.json")
-    invites = [{**c["card"], "sig": c["sig"]} for c in vectors["invite"]]
+    invites = [{**c["card"], "sig": c["sig"]} for c in cases(vectors["invite"], "invite")]
     invites.append(mint_invite(KEY, name="shop", exp=NOW + 3600, url="https://shop.example"))
     for invite in invites:
         _ok("invite", invite)

@@ -18,7 +18,8 @@ from muretai_cli.seam import (
     sign_card_envelope,
     sign_envelope,
 )
-from muretai_cli.seam._canonical import MAX_DEPTH
+from muretai_cli.seam._limits import MAX_DEPTH
+from tests.repo_files import cases
 
 DOC = '{"b":1,"a":"日本","c":[true,null,"x/y\\u007f"]}'.encode()
 RECIPIENT = SigningKey(bytes([7]) * 32).did
@@ -265,6 +266,6 @@ def test_number_hazards_are_refused_by_the_signer(wire_vectors: dict[str, Any]) 
 
 
 def test_canonical_vectors_survive_the_parse_boundary(wire_vectors: dict[str, Any]) -> None:
-    for case in wire_vectors["canonical"]:
+    for case in cases(wire_vectors["canonical"], "canonical"):
         raw = json.dumps(case["payload"], ensure_ascii=True).encode()
         assert canonical_from_json(raw) == case["canonical"].encode(), case["name"]

@@ -26,24 +26,27 @@ from muretai_cli.seam import (
     verify_relay_send,
 )
 from muretai_cli.urls import parse_base_url
-from tests.repo_files import REQUIRE_VECTORS, vector_file
+from tests.repo_files import REQUIRE_VECTORS, a_case, vector_cases, vector_file
 
 
-def test_canonical(wire_vectors: dict[str, Any]) -> None:
-    for case in wire_vectors["canonical"]:
-        assert canonical_bytes(case["payload"]) == case["canonical"].encode(), case["name"]
+@pytest.mark.parametrize("case", vector_cases("canonical"))
+def test_canonical(case: dict[str, Any] | None) -> None:
+    case = a_case(case)
+    assert canonical_bytes(case["payload"]) == case["canonical"].encode(), case["name"]
 
 
-def test_did_round_trip(wire_vectors: dict[str, Any]) -> None:
-    for case in wire_vectors["did"]:
-        curve, public = public_from_did(case["did"])
-        assert public.hex() == case["publicHex"]
-        assert did_from_public(public, curve) == case["did"]
+@pytest.mark.parametrize("case", vector_cases("did"))
+def test_did_round_trip(case: dict[str, Any] | None) -> None:
+    case = a_case(case)
+    curve, public = public_from_did(case["did"])
+    assert public.hex() == case["publicHex"]
+    assert did_from_public(public, curve) == case["did"]
 
 
-def test_envelope_signing_payload(wire_vectors: dict[str, Any]) -> None:
-    for case in wire_vectors["envelope"]:
-        assert signing_payload(case) == case["signingPayload"].encode(), case["name"]
+@pytest.mark.parametrize("case", vector_cases("envelope"))
+def test_envelope_signing_payload(case: dict[str, Any] | None) -> None:
+    case = a_case(case)
+    assert signing_payload(case) == case["signingPayload"].encode(), case["name"]
 
 
 def test_accept_encoding(wire_vectors: dict[str, Any]) -> None:
@@ -55,12 +58,13 @@ def test_accept_encoding(wire_vectors: dict[str, Any]) -> None:
             case["canonical"].encode(), case["name"]
 
 
-def test_cardpub(wire_vectors: dict[str, Any]) -> None:
-    for case in wire_vectors["cardpub"]:
-        assert card_envelope_payload(case["card"], case["ts"]) == case["envelopePayload"].encode()
-        env = {"v": 1, "typ": "agentcard", "card": case["card"], "ts": case["ts"],
-               "sig": case["sig"]}
-        assert verify_card_envelope(env, expected_did=case["card"]["did"]) == case["card"]
+@pytest.mark.parametrize("case", vector_cases("cardpub"))
+def test_cardpub(case: dict[str, Any] | None) -> None:
+    case = a_case(case)
+    assert card_envelope_payload(case["card"], case["ts"]) == case["envelopePayload"].encode()
+    env = {"v": 1, "typ": "agentcard", "card": case["card"], "ts": case["ts"],
+           "sig": case["sig"]}
+    assert verify_card_envelope(env, expected_did=case["card"]["did"]) == case["card"]
 
 
 # Each reject.message case must be refused for its own reason: a case refused for another
@@ -100,32 +104,36 @@ def test_reject_message_controls_verify(wire_vectors: dict[str, Any]) -> None:
     assert verify_envelope(misdirected, to_did=misdirected["to"])
 
 
-def test_cardpub_refuses_a_caller_asking_for_another_did(wire_vectors: dict[str, Any]) -> None:
+@pytest.mark.parametrize("case", vector_cases("cardpub"))
+def test_cardpub_refuses_a_caller_asking_for_another_did(wire_vectors: dict[str, Any],
+                                                          case: dict[str, Any] | None) -> None:
+    case = a_case(case)
     other = wire_vectors["did"][3]["did"]
-    for case in wire_vectors["cardpub"]:
-        env = {"v": 1, "typ": "agentcard", "card": case["card"], "ts": case["ts"],
-               "sig": case["sig"]}
-        assert other != case["card"]["did"]
-        with pytest.raises(MuretaiError) as info:
-            verify_card_envelope(env, expected_did=other)
-        assert info.value.code == "did-mismatch"
+    env = {"v": 1, "typ": "agentcard", "card": case["card"], "ts": case["ts"],
+           "sig": case["sig"]}
+    assert other != case["card"]["did"]
+    with pytest.raises(MuretaiError) as info:
+        verify_card_envelope(env, expected_did=other)
+    assert info.value.code == "did-mismatch"
 
 
-def test_encoding_refusals_name_their_category(wire_vectors: dict[str, Any]) -> None:
-    for case in wire_vectors["reject"]["encoding"]["refuse"]:
-        with pytest.raises(MuretaiError) as info:
-            canonical_from_json(bytes.fromhex(case["documentHex"]))
-        assert info.value.code == case["category"], case["name"]
+@pytest.mark.parametrize("case", vector_cases("reject", "encoding", "refuse"))
+def test_encoding_refusals_name_their_category(case: dict[str, Any] | None) -> None:
+    case = a_case(case)
+    with pytest.raises(MuretaiError) as info:
+        canonical_from_json(bytes.fromhex(case["documentHex"]))
+    assert info.value.code == case["category"], case["name"]
 
 
-def test_cryptobox_open(wire_vectors: dict[str, Any]) -> None:
+@pytest.mark.parametrize("case", vector_cases("cryptobox", "open"))
+def test_cryptobox_open(wire_vectors: dict[str, Any], case: dict[str, Any] | None) -> None:
+    case = a_case(case)
     group = wire_vectors["cryptobox"]
     me = SigningKey(bytes.fromhex(group["recipientSeed"]))
     assert me.enc_pub == group["recipientEncPub"]
     assert SigningKey(bytes.fromhex(group["senderSeed"])).enc_pub == group["senderEncPub"]
-    for case in group["open"]:
-        plain = open_box(me, group["senderEncPub"], case["blob"], ad=bytes.fromhex(case["adHex"]))
-        assert plain == bytes.fromhex(case["plaintextHex"]), case["name"]
+    plain = open_box(me, group["senderEncPub"], case["blob"], ad=bytes.fromhex(case["adHex"]))
+    assert plain == bytes.fromhex(case["plaintextHex"]), case["name"]
 
 
 def test_cryptobox_must_not_open(wire_vectors: dict[str, Any]) -> None:
@@ -137,32 +145,34 @@ def test_cryptobox_must_not_open(wire_vectors: dict[str, Any]) -> None:
                         ad=bytes.fromhex(case["adHex"])) is None, case["name"]
 
 
-def test_relay_send(wire_vectors: dict[str, Any]) -> None:
+@pytest.mark.parametrize("case", vector_cases("relay", "send"))
+def test_relay_send(wire_vectors: dict[str, Any], case: dict[str, Any] | None) -> None:
+    case = a_case(case)
     signer = SigningKey(bytes.fromhex(wire_vectors["relay"]["seedA"]))
-    for case in wire_vectors["relay"]["send"]:
-        payload = relay_send_payload(case["to"], case["from"], case["id"], case["blob"])
-        assert payload == case["sendSigMsg"].encode(), case["name"]
-        assert signer.did == case["from"]
-        assert sign_relay_send(signer, to=case["to"], deposit_id=case["id"],
-                               blob=case["blob"]) == case["sig"]
-        verify_relay_send(to=case["to"], sender=case["from"], deposit_id=case["id"],
-                          blob=case["blob"], sig=case["sig"])
+    payload = relay_send_payload(case["to"], case["from"], case["id"], case["blob"])
+    assert payload == case["sendSigMsg"].encode(), case["name"]
+    assert signer.did == case["from"]
+    assert sign_relay_send(signer, to=case["to"], deposit_id=case["id"],
+                           blob=case["blob"]) == case["sig"]
+    verify_relay_send(to=case["to"], sender=case["from"], deposit_id=case["id"],
+                      blob=case["blob"], sig=case["sig"])
 
 
-def test_relay_listen(wire_vectors: dict[str, Any]) -> None:
+@pytest.mark.parametrize("case", vector_cases("relay", "listen"))
+def test_relay_listen(wire_vectors: dict[str, Any], case: dict[str, Any] | None) -> None:
+    case = a_case(case)
     signer = SigningKey(bytes.fromhex(wire_vectors["relay"]["seedA"]))
-    for case in wire_vectors["relay"]["listen"]:
-        origin = parse_base_url(case["relayUrl"], require_https=False).origin
-        assert origin == case["origin"], case["name"]
-        assert listen_token_payload(case["did"], case["minute"], origin) == \
-            case["listenTokenMsg"].encode()
-        assert sign_listen_token(signer, minute=case["minute"], origin=origin) == case["token"]
-        verify_listen_token(did=case["did"], minute=case["minute"], token=case["token"],
-                            origin=origin)
-        with pytest.raises(MuretaiError) as info:
-            verify_listen_token(did=case["did"], minute=case["minute"] + 1,
-                                token=case["token"], origin=origin)
-        assert info.value.code == "bad-signature", case["name"]
+    origin = parse_base_url(case["relayUrl"], require_https=False).origin
+    assert origin == case["origin"], case["name"]
+    assert listen_token_payload(case["did"], case["minute"], origin) == \
+        case["listenTokenMsg"].encode()
+    assert sign_listen_token(signer, minute=case["minute"], origin=origin) == case["token"]
+    verify_listen_token(did=case["did"], minute=case["minute"], token=case["token"],
+                        origin=origin)
+    with pytest.raises(MuretaiError) as info:
+        verify_listen_token(did=case["did"], minute=case["minute"] + 1,
+                            token=case["token"], origin=origin)
+    assert info.value.code == "bad-signature", case["name"]
 
 
 def test_a_missing_vector_file_fails_when_vectors_are_required(

@@ -24,7 +24,7 @@ from muretai_cli.seam import (
     verify_request,
 )
 from muretai_cli.seam._b64 import b64url_encode
-from tests.repo_files import load_vectors
+from tests.repo_files import cases, load_vectors
 
 KEY = SigningKey(bytes(range(32)))
 THIEF = SigningKey(bytes(range(64, 96)))
@@ -54,7 +54,7 @@ def test_wba_vectors_reject(wba: dict[str, Any]) -> None:
 
 
 def test_domain_linkage_vectors(wire_vectors: dict[str, Any]) -> None:
-    for c in wire_vectors["domainLinkage"]:
+    for c in cases(wire_vectors["domainLinkage"], "domainLinkage"):
         assert domain_linkage_signing_input(c["did"], c["domain"], nbf=c["nbf"], exp=c["exp"]) \
             == c["signingInput"].encode()
         link = verify_domain_linkage(c["token"], domain=c["domain"], did=c["did"], now=c["nbf"])

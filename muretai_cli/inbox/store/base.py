@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from muretai_cli.errors import InputError
 from muretai_cli.inbox.store.schema import door_schema
 
 if TYPE_CHECKING:
@@ -58,6 +59,23 @@ class StoreBase:
         tx.execute("INSERT INTO meta (key, value) VALUES ('card_rev', ?) "
                    "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
                    (secrets.token_hex(8),))
+
+    def belongs_to(self, did: str) -> None:
+        """This store is ``did``'s: marked so on its first use, and refused
+        (``store-of-another-identity``) when another identity marked it first, so two
+        identities given one SQLite ``--db`` never read or change each other's state."""
+        row = self.db.one("SELECT value FROM meta WHERE key='identity'")
+        if row is None:
+            self.db.execute("INSERT INTO meta (key, value) VALUES ('identity', ?) "
+                            "ON CONFLICT (key) DO NOTHING", (did,))
+            row = self.db.one("SELECT value FROM meta WHERE key='identity'")
+        owner = str(row[0]) if row else did
+        if owner != did:
+            raise InputError(
+                "store-of-another-identity",
+                f"the store {self.where} belongs to {owner}, not to {did}",
+                hint="give each identity its own --db file, or leave --db out (each "
+                     "identity then has its own file under $MURETAI_HOME/doors)")
 
     def setting(self, key: str) -> str | None:
         row = self.db.one("SELECT value FROM meta WHERE key=?", (key,))

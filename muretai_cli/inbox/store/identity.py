@@ -45,13 +45,20 @@ def door_namespace(did: str) -> str:
 def open_identity_store(did: str, target: str | None = None, *, durable: bool = False,
                         fix: str = "muretai db {verb} --db URL --as NAME") -> IdentityStore:
     """The identity's store: its SQLite file (``target`` None or a path; created and upgraded
-    as needed) or its schema in a PostgreSQL database (``postgresql://…``), which must
-    already be at this program's schema version (``fix`` names the command that makes it so).
+    as needed, and refused when another identity's: ``IdentityStore.belongs_to``) or its
+    schema in a PostgreSQL database (``postgresql://…``), which must already be at this
+    program's schema version (``fix`` names the command that makes it so).
     """
     from muretai_cli.db import is_postgres_url, open_database, require
 
     if target is None or not is_postgres_url(target):
-        return IdentityStore(Path(target) if target else db_path(did), durable=durable)
+        store = IdentityStore(Path(target) if target else db_path(did), durable=durable)
+        try:
+            store.belongs_to(did)  # one SQLite file is one identity's
+        except BaseException:
+            store.close()
+            raise
+        return store
     db = open_database(target, namespace=door_namespace(did))
     try:
         require(db, door_schema(), fix=fix)

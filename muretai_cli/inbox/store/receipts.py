@@ -8,6 +8,7 @@ import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from muretai_cli.errors import Refused
 from muretai_cli.inbox.store.rates import RATE_WINDOW, Limits, Rates
 from muretai_cli.seam import MESSAGE_WINDOW
 
@@ -15,7 +16,15 @@ if TYPE_CHECKING:
     from muretai_cli.db import Database, Tx
     from muretai_cli.inbox.arrival import Arrival
 
-__all__ = ["REPLAY_WINDOW", "Receipts"]
+__all__ = ["HELD_PER_SENDER", "HELD_PER_SENDER_CHARS", "HELD_TOTAL", "HELD_TOTAL_CHARS",
+           "REPLAY_WINDOW", "Receipts"]
+
+# What strangers can make this identity keep before its owner decides (docs/door.md):
+HELD_PER_SENDER = 20  # messages kept of one held sender; later ones answered, not kept
+HELD_PER_SENDER_CHARS = 256 * 1024  # characters of text kept of one held sender
+HELD_TOTAL = 1000  # messages held in all; past it a new stranger is refused (held-full)
+HELD_TOTAL_CHARS = 8 * 1024 * 1024  # characters of text held in all
+HELD_LIMIT_DETAIL = "the sender's held messages are at the limit; this one was not kept"
 
 REPLAY_WINDOW = 2 * MESSAGE_WINDOW  # a messageId is remembered as long as it could be fresh
 # A received message's inbox row (``accept``): None when the inbox holds it already.
@@ -147,8 +156,13 @@ class Receipts(Rates):
     def hold(self, arrival: Arrival, now: int) -> str | None:
         """Hold a message for the owner's decision; returns the sender's request id (the
         first held one: one request per stranger, whichever process held it), None for a
-        replay. Every message of a sender awaiting a decision is kept (none is dropped),
-        each in its own row, in order; approving or rejecting one decides them all.
+        replay. A sender awaiting a decision has its messages kept, each in its own row, in
+        order, up to ``HELD_PER_SENDER`` messages and ``HELD_PER_SENDER_CHARS`` characters
+        of text; later ones are answered with the same request id and not kept (a relayed
+        one is recorded refused, ``held-limit``). Approving or rejecting one decides them
+        all. A new stranger past ``HELD_TOTAL`` / ``HELD_TOTAL_CHARS`` held in all is not
+        held: ``Refused`` ``held-full``, nothing written. One exclusive transaction, so the
+        bounds hold over every process serving the identity.
         """
         channel = arrival.channel
         with self.db.transaction() as tx:
@@ -160,6 +174,19 @@ class Receipts(Rates):
             elif tx.one("SELECT 1 FROM requests WHERE sender=? AND message_id=?",
                         (arrival.sender, arrival.message_id)):
                 return None
+            first = tx.one("SELECT id FROM requests WHERE sender=? AND status='held' "
+                           "ORDER BY seq LIMIT 1", (arrival.sender,))
+            if first is not None and not self._room_for(tx, arrival):
+                if arrival.deposit_id is not None:
+                    tx.execute("INSERT INTO relayed (sender, deposit_id, message_id, outcome, "
+                               "reason, detail, at) VALUES (?, ?, ?, 'refused', "
+                               "'held-limit', ?, ?) ON CONFLICT (sender, deposit_id) DO "
+                               "NOTHING", (arrival.sender, arrival.deposit_id,
+                                           arrival.message_id, HELD_LIMIT_DETAIL, now))
+                return str(first[0])
+            if first is None and not self._room_in_all(tx, arrival):
+                raise Refused("held-full", "this identity holds as many first contacts as "
+                                           "it keeps until its owner decides")
             request_id = f"r-{secrets.token_hex(8)}"
             tx.execute("INSERT INTO requests (id, sender, message_id, context_id, text, sent, "
                        "received, sig, channel, reply_to, relay, wba, seq) "
@@ -169,9 +196,23 @@ class Receipts(Rates):
                         arrival.text, arrival.timestamp, now, arrival.sig, channel,
                         arrival.reply_to, arrival.relay, arrival.wba))
             self._after_receipt(tx, arrival, "held", request_id, now)
-            first = tx.one("SELECT id FROM requests WHERE sender=? AND status='held' "
-                           "ORDER BY seq LIMIT 1", (arrival.sender,))
             return str(first[0]) if first else request_id
+
+    @classmethod
+    def _room_for(cls, tx: Tx, arrival: Arrival) -> bool:
+        """Whether a held sender may have one more message kept: its own bounds, and all's."""
+        count, chars = tx.one("SELECT COUNT(*), COALESCE(SUM(LENGTH(text)), 0) FROM requests "
+                              "WHERE sender=? AND status='held'", (arrival.sender,)) or (0, 0)
+        return bool(count < HELD_PER_SENDER
+                    and int(chars) + len(arrival.text) <= HELD_PER_SENDER_CHARS
+                    and cls._room_in_all(tx, arrival))
+
+    @staticmethod
+    def _room_in_all(tx: Tx, arrival: Arrival) -> bool:
+        """Whether every stranger's held messages together have room for one more."""
+        count, chars = tx.one("SELECT COUNT(*), COALESCE(SUM(LENGTH(text)), 0) FROM requests "
+                              "WHERE status='held'") or (0, 0)
+        return bool(count < HELD_TOTAL and int(chars) + len(arrival.text) <= HELD_TOTAL_CHARS)
 
     def prune(self, now: int) -> None:
         self.db.execute("DELETE FROM replay WHERE seen < ?", (now - REPLAY_WINDOW,))

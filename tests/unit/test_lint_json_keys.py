@@ -12,8 +12,9 @@ from typing import Any
 from typer.testing import CliRunner
 
 from muretai_cli.cli import app
+from tests.repo_files import ROOT
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = ROOT / "examples"
 _CAMEL = re.compile(r"[a-z][a-zA-Z0-9]*")
 _KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 _COUNTS = (".summary.rules", ".summary.shapes")  # counts keyed by a rule name / shape kind

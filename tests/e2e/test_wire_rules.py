@@ -9,13 +9,11 @@ from __future__ import annotations
 import ast
 import re
 import time
-from pathlib import Path
 
 import pytest
 
 from muretai_cli.home import PinStore
 from muretai_cli.net import SafeClient
-from muretai_cli.offline import check_card_envelope
 from muretai_cli.seam import (
     SigningKey,
     envelope_freshness,
@@ -26,9 +24,10 @@ from muretai_cli.seam import (
 from muretai_cli.seam import _limits as limits
 from muretai_cli.site import check_site, site_base
 from muretai_cli.visit.card import fetch_card
+from muretai_cli.visit.offline import check_card_envelope
+from tests.repo_files import ROOT
 from tests.site_fixture import FixtureSite, fixture_site
 
-ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "muretai_cli"
 HOME = LIBRARY / "seam" / "_limits.py"
 NAMES = sorted(n for n in vars(limits) if n.isupper() and not n.startswith("_"))

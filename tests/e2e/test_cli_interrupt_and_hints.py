@@ -26,6 +26,7 @@ from muretai_cli.home import KeyStore, keys_dir
 from tests.cli_helpers import new_identity, run
 from tests.door_helpers import live_door
 from tests.relay_helpers import LiveRelay, live_relay
+from tests.waiting import wait_until
 
 
 @contextmanager
@@ -40,10 +41,10 @@ def _waiting_turn_check(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess
                                  "turn-check", *args], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env={**os.environ})
         try:
-            deadline = time.monotonic() + 30
-            while relay.relay.store.epoch(me) is None and time.monotonic() < deadline:
-                assert proc.poll() is None, proc.communicate()
-                time.sleep(0.02)  # until the listener has claimed its epoch: it is waiting
+            # until the listener has claimed its epoch: it is waiting
+            wait_until(lambda: relay.relay.store.epoch(me) is not None or proc.poll() is not None,
+                       "the listener has claimed its epoch", timeout=30)
+            assert proc.poll() is None, proc.communicate()
             assert relay.relay.store.epoch(me) is not None
             yield proc, relay
         finally:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from pathlib import Path
 
 import pytest
 
@@ -14,11 +13,12 @@ from muretai_cli.artifacts.grant import Grant, check_grant, mint_grant
 from muretai_cli.artifacts.org import Membership, attest_member, check_membership
 from muretai_cli.errors import Refused
 from muretai_cli.seam import SigningKey, open_card_envelope, sign_card_envelope
+from tests.repo_files import ROOT
 
 NOW = 1_800_000_000
 DOOR = SigningKey(bytes(range(32)))
 ORG = SigningKey(bytes(range(1, 33)))
-LIBRARY = Path(__file__).resolve().parents[1] / "muretai_cli"
+LIBRARY = ROOT / "muretai_cli"
 
 
 def test_a_checked_grant_is_a_frozen_value() -> None:
