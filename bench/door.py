@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from muretai_cli.artifacts.message import build_message, build_message_send  # noqa: E402
 from muretai_cli.seam import SigningKey, sign_envelope  # noqa: E402
+from muretai_cli.transport.children import muretai_argv, read_port, stop  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> float:
@@ -173,24 +174,21 @@ def run_door(args: argparse.Namespace) -> dict[str, object]:
     """Run a real door under load; its figures (also summarised on stderr)."""
     home = tempfile.mkdtemp(prefix="muretai-bench-")
     env = {**os.environ, "MURETAI_HOME": home}
-    subprocess.run([sys.executable, "-m", "muretai_cli", "id", "new", "door"], env=env,
+    subprocess.run(muretai_argv("id", "new", "door"), env=env,
                    check=True, capture_output=True)
     door_did = json.loads(Path(home, "keys", "door.key").read_text())["did"]
-    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "serve", "--as", "door",
-                             "--url", "http://127.0.0.1", "--port", "0", "--dm-policy", "open",
-                             "--rate-per-sender", "0", "--rate-total", "0",
-                             "--http", args.http, *(["--durable"] if args.durable else [])],
+    proc = subprocess.Popen(muretai_argv("serve", "--as", "door", "--url", "http://127.0.0.1",
+                                         "--port", "0", "--dm-policy", "open",
+                                         "--rate-per-sender", "0", "--rate-total", "0",
+                                         "--http", args.http,
+                                         *(["--durable"] if args.durable else [])),
                             env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             cwd=ROOT)
     try:
         assert proc.stderr is not None
-        port = 0
-        while not port:
-            line = proc.stderr.readline().decode()
-            if not line:
-                raise SystemExit("the door did not start")
-            found = re.search(r"listening on http://[0-9.]+:([0-9]+)", line)
-            port = int(found.group(1)) if found else 0
+        port = read_port(proc.stderr)
+        if port is None:
+            raise SystemExit("the door did not start")
         keep_reading(proc.stderr)
 
         print(f"pre-signing {args.messages + args.warmup} messages from {args.senders} "
@@ -251,11 +249,7 @@ def run_door(args: argparse.Namespace) -> dict[str, object]:
               file=sys.stderr)
         return summary
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 if __name__ == "__main__":

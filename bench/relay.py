@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -58,33 +57,23 @@ from muretai_cli.seam import (  # noqa: E402
     sign_envelope,
     sign_relay_send,
 )
+from muretai_cli.transport.children import muretai_argv, read_port, stop  # noqa: E402
 
 RELAY_URL = "http://127.0.0.1:1/relay"  # what tokens name; the process binds its own port
 
 
 def start_relay(home: str, *args: str) -> tuple[subprocess.Popen[bytes], int]:
     """A real ``muretai relay serve`` on an ephemeral port, and that port."""
-    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "relay", "serve",
-                             "--url", RELAY_URL, "--port", "0", *args],
+    proc = subprocess.Popen(muretai_argv("relay", "serve", "--url", RELAY_URL, "--port", "0",
+                                         *args),
                             env={**os.environ, "MURETAI_HOME": home}, cwd=ROOT,
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
     assert proc.stderr is not None
-    while True:
-        line = proc.stderr.readline().decode()
-        if not line:
-            raise SystemExit("the relay did not start")
-        found = re.search(r"listening on http://[0-9.]+:([0-9]+)", line)
-        if found:
-            keep_reading(proc.stderr)
-            return proc, int(found.group(1))
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    port = read_port(proc.stderr)
+    if port is None:
+        raise SystemExit("the relay did not start")
+    keep_reading(proc.stderr)
+    return proc, port
 
 
 def deposits(count: int, senders: list[SigningKey], recipients: list[SigningKey]) -> list[bytes]:
@@ -180,21 +169,20 @@ def _relay_for(home: str) -> tuple[subprocess.Popen[bytes], int, str]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/relay"
-    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "relay", "serve", "--url", url,
-                             "--port", str(port), "--rate-per-sender", "0",
-                             "--rate-per-mailbox", "0", "--max-waiting", "100000"],
+    proc = subprocess.Popen(muretai_argv("relay", "serve", "--url", url, "--port", str(port),
+                                         "--rate-per-sender", "0", "--rate-per-mailbox", "0",
+                                         "--max-waiting", "100000"),
                             env={**os.environ}, cwd=ROOT, stderr=subprocess.PIPE,
                             stdout=subprocess.DEVNULL)
     assert proc.stderr is not None
-    while "listening on" not in (line := proc.stderr.readline().decode()):
-        if not line:
-            raise SystemExit("the relay did not start")
+    if read_port(proc.stderr) is None:
+        raise SystemExit("the relay did not start")
     keep_reading(proc.stderr)
     return proc, port, url
 
 
 def _cli(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "muretai_cli", *args], env={**os.environ},
+    done = subprocess.run(muretai_argv(*args), env={**os.environ},
                           cwd=ROOT, capture_output=True, check=True)
     return done.stdout.decode().strip()
 
@@ -323,8 +311,8 @@ def figure_wake(args: argparse.Namespace) -> dict[str, Any]:
                 payload = deposits(1, [sender], [me])[0].split(b"\r\n\r\n", 1)[1]
                 before = epoch()
                 waiter = subprocess.Popen(
-                    [sys.executable, "-m", "muretai_cli", "op", "--as", "bob", "turn-check",
-                     "--wait", "30", "--json"], env={**os.environ}, cwd=ROOT,
+                    muretai_argv("op", "--as", "bob", "turn-check", "--wait", "30", "--json"),
+                    env={**os.environ}, cwd=ROOT,
                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
                 assert waiter.stdout is not None
                 while epoch() == before:  # its listen reached the relay: it holds

@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import shlex
 import statistics
 import subprocess
@@ -44,6 +43,7 @@ from muretai_cli.seam import (  # noqa: E402
     sign_envelope,
     sign_relay_send,
 )
+from muretai_cli.transport.children import muretai_argv, read_port, stop  # noqa: E402
 
 
 def relay_bodies(count: int, senders: int) -> list[bytes]:
@@ -119,7 +119,7 @@ def stop_pg(env: dict[str, str]) -> None:
 
 
 def muretai(env: dict[str, str], *args: str) -> None:
-    subprocess.run([sys.executable, "-m", "muretai_cli", *args], env=env, check=True,
+    subprocess.run(muretai_argv(*args), env=env, check=True,
                    capture_output=True, cwd=ROOT)
 
 
@@ -146,18 +146,14 @@ def run_case(label: str, *, db: str | None, workers: int, pg_pid: int | None,
         command = ["serve", "--as", "door", "--url", "http://127.0.0.1", "--port", "0",
                    "--dm-policy", "open", "--rate-per-sender", limit, "--rate-total", limit,
                    "--workers", str(workers), *(["--durable"] if durable else [])]
-    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", *command, *extra],
+    proc = subprocess.Popen(muretai_argv(*command, *extra),
                             env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             cwd=ROOT)
     try:
         assert proc.stderr is not None
-        port = 0
-        while not port:
-            line = proc.stderr.readline().decode()
-            if not line:
-                raise SystemExit(f"{label}: the door did not start")
-            found = re.search(r"listening on http://[0-9.]+:([0-9]+)", line)
-            port = int(found.group(1)) if found else 0
+        port = read_port(proc.stderr)
+        if port is None:
+            raise SystemExit(f"{label}: the door did not start")
         threading.Thread(target=proc.stderr.read, daemon=True).start()
         ok = b'"queued":true' if relay else b'"result"'
         if relay:
@@ -226,11 +222,7 @@ def run_case(label: str, *, db: str | None, workers: int, pg_pid: int | None,
               f"{row['client_cpu_ms']}); machine busy {row['machine_busy']:.0%}", file=sys.stderr)
         return row
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, grace=15)
 
 
 def main() -> None:

@@ -13,11 +13,8 @@ server never blocks on a full pipe); ``running`` waits until it answers and stop
 from __future__ import annotations
 
 import os
-import re
-import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +26,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from muretai_cli.transport.children import listening_port, muretai_argv, stop
 from tests.repo_files import ROOT
 from tests.waiting import wait_until  # the suite's one wait, here too for older imports
 
@@ -50,7 +48,6 @@ __all__ = [
     "wait_until",
 ]
 
-_LISTENING = re.compile(rb"listening on http://127\.0\.0\.1:(\d+)")
 READY_PATHS = {"serve": "/.well-known/agent-card.json", "relay": "/card/did:key:z"}
 
 
@@ -99,9 +96,9 @@ class ServeProc:
                 raise RuntimeError(f"serve exited {self.proc.returncode}: "
                                    f"{self.log.read_text(errors='replace')}")
             if not self.base:
-                found = _LISTENING.search(self.log.read_bytes())
-                if found:
-                    self.base = f"http://127.0.0.1:{int(found.group(1))}"
+                port = listening_port(self.log.read_bytes())
+                if port is not None:
+                    self.base = f"http://127.0.0.1:{port}"
             if self.base:
                 try:
                     if httpx.get(self.base + self.ready_path, timeout=2).status_code < 500:
@@ -118,13 +115,7 @@ class ServeProc:
         return doc
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
 
 
 def start_muretai(tmp: Path, *argv: str, kind: str = "serve", tag: str = "",
@@ -132,7 +123,7 @@ def start_muretai(tmp: Path, *argv: str, kind: str = "serve", tag: str = "",
     """``python -m muretai_cli ARGV`` in the background: stderr to a log file in ``tmp``,
     stdout to ``stdout`` (default: discarded)."""
     log = tmp / f"{kind}{tag}-{time.monotonic_ns()}.log"
-    proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", *argv],
+    proc = subprocess.Popen(muretai_argv(*argv),
                             stdout=stdout.open("wb") if stdout else subprocess.DEVNULL,
                             stderr=log.open("wb"), cwd=ROOT, env=os.environ.copy())
     return ServeProc(proc, log, ready_path=READY_PATHS[kind])

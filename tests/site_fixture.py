@@ -44,6 +44,8 @@ class FixtureSite:
     extras: dict[tuple[str, str], Answer] = field(default_factory=dict)
     overrides: dict[tuple[str, str], Answer] = field(default_factory=dict)
     catch_all: bool = False  # answer 200 with the same page for every path the door lacks
+    catch_all_answer: Answer = (200, {"content-type": "text/html"},
+                                b"<html><body>app</body></html>")
 
     def reset(self) -> None:
         self.overrides.clear()
@@ -57,7 +59,7 @@ class FixtureSite:
         answer = self.overrides.get(route) or self.extras.get(route)
         if answer is None and self.catch_all and scope["method"] == "GET" \
                 and scope["path"] not in _DOOR_PATHS:
-            answer = (200, {"content-type": "text/html"}, b"<html><body>app</body></html>")
+            answer = self.catch_all_answer
         if answer is None:
             await self.inner(scope, receive, send)
             return

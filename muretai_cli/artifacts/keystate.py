@@ -12,8 +12,10 @@ kept. ``resolve_op_did`` is that ratchet, and it never raises on a record a stra
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from muretai_cli.artifacts._signed import int_field, str_field, verify_under_key_hex
@@ -108,13 +110,52 @@ def parse_keystate(obj: object) -> KeyState:
 
 def check_signed_by_root_key(ks: KeyState) -> None:
     """``sig`` verifies under the ``rootKey`` the record claims (whatever that key is)."""
-    verify_under_key_hex(ks.root_key, ks.payload(), ks.record.get("sig"))
+    sig = ks.record.get("sig")
+    if isinstance(sig, str):
+        _verified_once(ks.root_key, ks.payload(), sig)
+    else:
+        verify_under_key_hex(ks.root_key, ks.payload(), sig)
+
+
+@lru_cache(maxsize=1024)
+def _verified_once(root_key: str, payload: bytes, sig: str) -> None:
+    """One verification per (key, bytes, signature): a sender attaches the same record to
+    every message, and a door should not pay for its signature each time. A refusal raises,
+    and ``lru_cache`` keeps no raise, so only a record that verified is remembered."""
+    verify_under_key_hex(root_key, payload, sig)
 
 
 def verify_keystate(obj: object, *, root_did: str, now: int | None = None) -> KeyState:
     """A KeyState for the root the CALLER names, signed by that root's own key, valid at
     ``now`` when given; or ``Refused``: ``root-mismatch``, ``root-rotated`` (no lineage can
     travel inline), a signature code, ``not-yet-valid``, ``expired``."""
+    ks = _genesis_signed(obj, root_did)
+    if now is not None and now < ks.not_before:
+        raise Refused("not-yet-valid", f"valid from {ks.not_before}, judged at {now}")
+    if now is not None and ks.not_after is not None and now > ks.not_after:
+        raise Refused("expired", f"valid until {ks.not_after}, judged at {now}")
+    return ks
+
+
+# Records that parsed and verified under their root DID's own key, by their canonical bytes
+# (a sender attaches the same record to every message; a door pays for it once).
+_GENESIS_SIGNED: OrderedDict[bytes, KeyState] = OrderedDict()
+_GENESIS_SIGNED_MAX = 1024
+
+
+def _genesis_signed(obj: object, root_did: str) -> KeyState:
+    """``obj`` parsed, for ``root_did``, not root-rotated and signed by that DID's own key,
+    or ``Refused`` (``root-mismatch``; ``root-rotated``: no lineage can travel inline). The
+    record's bytes decide all but the first, so a success is kept by its canonical bytes."""
+    try:
+        canon = canonical_bytes(obj) if isinstance(obj, dict) else None
+    except MuretaiError:
+        canon = None
+    ks = _GENESIS_SIGNED.get(canon) if canon is not None else None
+    if ks is not None:
+        if ks.root_did != root_did:
+            raise Refused("root-mismatch", f"the KeyState is for {ks.root_did}, not {root_did}")
+        return ks
     ks = parse_keystate(obj)
     if ks.root_did != root_did:
         raise Refused("root-mismatch", f"the KeyState is for {ks.root_did}, not {root_did}")
@@ -122,10 +163,10 @@ def verify_keystate(obj: object, *, root_did: str, now: int | None = None) -> Ke
         raise Refused("root-rotated", "rootKey is not the root DID's own key; a rotated root "
                                       "is accepted only through a verified pin")
     check_signed_by_root_key(ks)
-    if now is not None and now < ks.not_before:
-        raise Refused("not-yet-valid", f"valid from {ks.not_before}, judged at {now}")
-    if now is not None and ks.not_after is not None and now > ks.not_after:
-        raise Refused("expired", f"valid until {ks.not_after}, judged at {now}")
+    if canon is not None:
+        _GENESIS_SIGNED[canon] = ks
+        if len(_GENESIS_SIGNED) > _GENESIS_SIGNED_MAX:
+            _GENESIS_SIGNED.popitem(last=False)
     return ks
 
 
@@ -260,3 +301,57 @@ def mint_keystate(root: SigningKey, *, op_did: str, epoch: int, now: int,
         "opNextHash": "", "encPub": enc_pub, "encNextHash": "", "guardiansHash": "",
         "revokedOps": burned, "notBefore": 0, "notAfter": not_after, "ts": now}
     return {**body, "sig": root.sign(signed_payload(body))}
+
+
+# -- op keys in messaging: which key verifies a message from a root DID ------------------
+
+@dataclass(frozen=True, slots=True)
+class MessageSigner:
+    """The DID whose key must have signed a message ``from`` a root DID, and the verified
+    record a pin store should keep afterwards (None: nothing new to pin)."""
+
+    signer_did: str
+    adopt: KeyState | None = None
+
+
+def message_signer(root_did: str, inline: object, pinned: object, *, now: int
+                   ) -> MessageSigner:
+    """The verifying key of a received message, given its ``metadata.keystate`` (``inline``,
+    None when absent) and the caller's pin for ``root_did`` (None: first contact).
+
+    No record: the root's own key. A record: it must verify under ``root_did`` at ``now``
+    (seam §6.1 rule 1), and against a pin it must come from the same ``rootKey``, at the
+    pinned epoch with the same bytes or a strictly greater one (rule 2), and name an op key
+    that neither it nor the pin burns (rule 3). Anything else is ``Refused`` with a
+    ``keystate-…`` reason of its own; nothing falls back to a weaker answer.
+    """
+    if inline is None:
+        return MessageSigner(root_did)
+    try:
+        ks = verify_keystate(inline, root_did=root_did, now=now)
+    except MuretaiError as exc:
+        code = exc.code.removesuffix("-keystate")
+        raise Refused(f"keystate-{code}", f"the attached KeyState: {exc.detail}") from None
+    pin: KeyState | None = None
+    if pinned is inline:  # the pin holds this very record: verified just now
+        pin = ks
+    elif pinned is not None:
+        try:
+            pin = verify_pin(pinned, root_did=root_did)
+        except MuretaiError as exc:
+            raise Refused("keystate-pin-unusable", f"the kept pin for {root_did} does not "
+                          f"verify ({exc.code}); refusing rather than trusting it") from None
+        if ks.root_key != pin.root_key:
+            raise Refused("keystate-root-changed", "the record is signed by another root key "
+                                                   "than the pinned one")
+        if ks.epoch < pin.epoch:
+            raise Refused("keystate-rollback", f"epoch {ks.epoch} is older than the pinned "
+                                               f"epoch {pin.epoch}")
+        if ks.epoch == pin.epoch and ks.payload() != pin.payload():
+            raise Refused("keystate-fork", f"another record at the pinned epoch {pin.epoch}")
+        if pin.burns(ks.op_did):
+            raise Refused("keystate-revoked-op", f"{ks.op_did} is burned by the pinned record "
+                                                 f"(epoch {pin.epoch})")
+    if ks.burns(ks.op_did):
+        raise Refused("keystate-revoked-op", f"epoch {ks.epoch} burns its own opDid")
+    return MessageSigner(ks.op_did, ks if replaces_pin(ks, pin) else None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from muretai_cli.errors import Refused
@@ -144,14 +145,29 @@ def build_message_send(message: Mapping[str, Any], request_id: str | int | None 
             "params": {"message": dict(message)}}
 
 
-def signed_message(key: SigningKey, *, to: str, text: str, now: int,
+@dataclass(frozen=True, slots=True)
+class Delegated:
+    """An operational key signing for a root DID, with the root-signed KeyState saying so:
+    its messages are ``from`` the root, signed by ``op``, the record in ``metadata.keystate``."""
+
+    op: SigningKey
+    root_did: str
+    keystate: Mapping[str, Any]
+
+
+def signed_message(key: SigningKey | Delegated, *, to: str, text: str, now: int,
                    context_id: str | None = None, role: str = "user",
                    reply_to: str | None = None, message_id: str | None = None,
                    metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Sign the six fields and wrap them as an A2A Message (``metadata``: unsigned extras)."""
-    env = sign_envelope(key, to=to, text=text, timestamp=now, context_id=context_id,
-                        message_id=message_id)
+    """Sign the six fields and wrap them as an A2A Message (``metadata``: unsigned extras).
+    A ``Delegated`` key signs as its op key for its root, and attaches the record."""
+    signer, root = (key.op, key.root_did) if isinstance(key, Delegated) else (key, None)
+    env = sign_envelope(signer, to=to, text=text, timestamp=now, context_id=context_id,
+                        message_id=message_id, from_did=root)
     message = build_message(env, role=role, reply_to=reply_to)
-    if metadata:
-        message["metadata"] = {**metadata, **message["metadata"]}
+    extra = dict(metadata or {})
+    if isinstance(key, Delegated):
+        extra["keystate"] = dict(key.keystate)
+    if extra:
+        message["metadata"] = {**extra, **message["metadata"]}
     return message

@@ -19,6 +19,8 @@ import typer
 
 from muretai_cli import __version__
 
+__all__ = ["app", "build_app", "main"]
+
 
 def _version(value: bool) -> None:
     if value:
@@ -49,8 +51,9 @@ def _root_app() -> typer.Typer:
 
 
 def _add_id(app: typer.Typer) -> None:
-    from muretai_cli.cli import _id
+    from muretai_cli.cli import _id, _id_rotate
 
+    _id_rotate.register(_id.app)
     app.add_typer(_id.app, name="id")
 
 
@@ -249,7 +252,7 @@ def main() -> None:
     except typer.Abort:
         sys.exit(1)
     except TyperException as exc:  # click's UsageError/BadParameter, as typer vendors them
-        from muretai_cli.cli._out import emit_json
+        from muretai_cli.cli._json import emit_json
 
         formatter = getattr(exc, "format_message", None)
         detail = str(formatter()) if callable(formatter) else str(exc)

@@ -7,15 +7,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import (
-    AsOpt,
-    JsonOpt,
-    KeysOpt,
-    did_option,
-    emit_json,
-    note,
-    say,
-)
+from muretai_cli.cli._acting import AsOpt, KeysOpt
+from muretai_cli.cli._dids import did_option
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
@@ -160,8 +155,8 @@ def publish(
     """Sign {did, name, url, relay, enc_pub} and post it to the identity's relay."""
     import time
 
-    from muretai_cli.cli._out import load_identity
-    from muretai_cli.durations import parse_seconds
+    from muretai_cli.cli._acting import load_identity
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.home import Profiles
     from muretai_cli.seam import sign_card_envelope
     from muretai_cli.urls import parse_base_url

@@ -6,7 +6,10 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, emit_json, read_input, safe, say
+from muretai_cli.cli._input import read_input
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, say
+from muretai_cli.cli._text import safe
 
 
 def conformance(

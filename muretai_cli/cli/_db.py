@@ -11,15 +11,13 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, note, say
+from muretai_cli.cli._acting import DbOpt, KeysOpt
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
 
 app = typer.Typer(no_args_is_help=True,
                   help="A store's database (SQLite file or PostgreSQL): init, upgrade, status.")
 
-DbOpt = Annotated[str | None, typer.Option(
-    "--db", envvar="MURETAI_DB", show_envvar=True,
-    help="The store's database: postgresql://user@host/dbname, or a SQLite file "
-         "(default: the identity's file under $MURETAI_HOME/doors).")]
 AsOpt = Annotated[str | None, typer.Option(
     "--as", metavar="NAME|DID", show_default=False,
     help="The identity whose door store this is (default $MURETAI_AS).")]
@@ -37,7 +35,7 @@ def fix_command(name: str, db: str | None) -> str:
 
 def _run(verb: str, as_: str | None, relay: bool, db: str | None, keys: KeysOpt,
          json_out: bool) -> None:
-    from muretai_cli.cli._out import chosen_identity, load_identity
+    from muretai_cli.cli._acting import chosen_identity, load_identity
     from muretai_cli.db import (
         Database,
         Schema,

@@ -23,7 +23,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -33,9 +32,11 @@ from typing import Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import emit_json_line, note, say
+from muretai_cli.cli._json import emit_json_line
+from muretai_cli.cli._out import note, say
 from muretai_cli.db import is_postgres_url, redact
 from muretai_cli.errors import InputError
+from muretai_cli.transport.children import kill, muretai_argv, stop
 
 
 @dataclass
@@ -65,9 +66,8 @@ class Demo:
         self.show(f"\n[{self.steps}] {title}")
         self.show(f"    $ muretai {' '.join(shlex.quote(a) for a in args)}")
         # Our own CLI under our own interpreter, arguments as a list: no shell involved.
-        with _child([sys.executable, "-m", "muretai_cli", *args], env=self.env, text=True,
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE) as child:
+        with _child(muretai_argv(*args), env=self.env, text=True, stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
             out, err = child.communicate(stdin, timeout=120)
         proc = subprocess.CompletedProcess(child.args, child.returncode, out, err)
         if show:
@@ -140,8 +140,7 @@ def _child(argv: list[str], **popen: Any) -> Iterator[subprocess.Popen[Any]]:
         yield proc
     except BaseException:
         if proc is not None:
-            proc.kill()
-            proc.wait()
+            kill(proc)
         raise
 
 
@@ -170,15 +169,6 @@ def _wait_for_card(url: str, door: subprocess.Popen[bytes], seconds: float = 15,
     return False
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def _json(proc: subprocess.CompletedProcess[str]) -> dict[str, object]:
     try:
         doc = json.loads(proc.stdout)
@@ -194,9 +184,8 @@ def local_relay(demo: Demo) -> Iterator[str | None]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     demo.show(f"\n[*] start a relay: muretai relay serve --url {url} --port {port}")
-    with _child([sys.executable, "-m", "muretai_cli", "relay", "serve", "--url", url, "--port",
-                 str(port)], env=demo.env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL) as relay:
+    with _child(muretai_argv("relay", "serve", "--url", url, "--port", str(port)),
+                env=demo.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as relay:
         try:
             if not _wait_for_card(url, relay, path="/card/did:key:none"):
                 demo.failures.append(f"the relay did not come up at {url}")
@@ -204,7 +193,7 @@ def local_relay(demo: Demo) -> Iterator[str | None]:
             else:
                 yield url
         finally:
-            _stop(relay)
+            stop(relay)
 
 
 def online_part(demo: Demo) -> None:
@@ -223,8 +212,8 @@ def online_part(demo: Demo) -> None:
              "--name", "Acme Stores")
     demo.show(f"\n[*] start the door: muretai serve --as shop --url {url} --port {port} "
         "--dm-policy quarantine --org shop-membership.json")
-    with _child([sys.executable, "-m", "muretai_cli", "serve", "--as", "shop", "--url", url,
-                 "--port", str(port), "--dm-policy", "quarantine", "--org", str(membership)],
+    with _child(muretai_argv("serve", "--as", "shop", "--url", url, "--port", str(port),
+                             "--dm-policy", "quarantine", "--org", str(membership)),
                 env=demo.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as door:
         try:
             if not _wait_for_card(url, door):
@@ -284,7 +273,7 @@ def online_part(demo: Demo) -> None:
                 demo.run("alice drains her relay: the answer, verified, linked to her message",
                          "op", "--as", "alice", "turn-check")
         finally:
-            _stop(door)
+            stop(door)
 
 
 def conversation_part(demo: Demo) -> None:
@@ -351,8 +340,8 @@ def scale_part(demo: Demo, pg: str) -> None:
     demo.show(f"\n[*] start the door as two processes on one port and one database: muretai "
               f"serve --as desk --url {url} --port {port} --db {redact(pg)} --workers 2 "
               "--dm-policy open")
-    with _child([sys.executable, "-m", "muretai_cli", "serve", "--as", "desk", "--url", url,
-                 "--port", str(port), "--db", pg, "--workers", "2", "--dm-policy", "open"],
+    with _child(muretai_argv("serve", "--as", "desk", "--url", url, "--port", str(port),
+                             "--db", pg, "--workers", "2", "--dm-policy", "open"),
                 env=demo.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as door:
         try:
             if not _wait_for_card(url, door):
@@ -374,7 +363,7 @@ def scale_part(demo: Demo, pg: str) -> None:
             demo.run("the schema is this program's version", "db", "status", "--as", "desk",
                      "--db", pg)
         finally:
-            _stop(door)
+            stop(door)
 
 
 def _messages(proc: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:

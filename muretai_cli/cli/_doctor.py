@@ -7,16 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._db import DbOpt, fix_command
-from muretai_cli.cli._out import (
-    AsOpt,
-    JsonOpt,
-    KeysOpt,
-    chosen_identity,
-    emit_json,
-    safe,
-    say,
-)
+from muretai_cli.cli._acting import AsOpt, DbOpt, KeysOpt, chosen_identity
+from muretai_cli.cli._db import fix_command
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, say
+from muretai_cli.cli._text import safe
 from muretai_cli.cli._visitout import TimeoutOpt
 
 if TYPE_CHECKING:
@@ -60,8 +55,8 @@ def doctor(
                                 "muretai id new NAME"))
     checked, loaded = check_identities(store, names)
     findings += checked
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._visitout import client_for
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.home import Profiles
 
     profiles = Profiles()

@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import AsOpt, KeysOpt, load_identity, note
+from muretai_cli.cli._acting import AsOpt, KeysOpt, load_identity
+from muretai_cli.cli._out import note
 
 app = typer.Typer(help="Domain linkage: say which domain your DID speaks for.",
                   no_args_is_help=True)

@@ -12,19 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._db import DbOpt, fix_command
-from muretai_cli.cli._out import (
-    AsOpt,
-    JsonOpt,
-    KeysOpt,
-    emit_json,
-    emit_json_line,
-    load_identity,
-    note,
-    safe,
-    say,
-    when,
-)
+from muretai_cli.cli._acting import AsOpt, DbOpt, KeysOpt, load_identity
+from muretai_cli.cli._db import fix_command
+from muretai_cli.cli._json import emit_json, emit_json_line
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe, when
 from muretai_cli.errors import InputError
 
 DEFAULT_PORT = 8788  # where serve listens when neither --port nor the --url names a port
@@ -32,8 +24,10 @@ DEFAULT_PORT = 8788  # where serve listens when neither --port nor the --url nam
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from muretai_cli.door.config import DoorConfig
     from muretai_cli.home import Identity
     from muretai_cli.inbox.store import IdentityStore
+    from muretai_cli.transport.serve import Listening
     from muretai_cli.urls import BaseUrl
 
 def open_store(ident: Identity, db: str | None = None, *, durable: bool = False) -> IdentityStore:
@@ -44,13 +38,13 @@ def open_store(ident: Identity, db: str | None = None, *, durable: bool = False)
 
 
 def _op_identity(ctx: typer.Context) -> Identity:
-    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._acting import op_identity
 
     return op_identity(ctx)
 
 
 def _op_db(ctx: typer.Context) -> str | None:
-    from muretai_cli.cli._op import op_db
+    from muretai_cli.cli._acting import op_db
 
     return op_db(ctx)
 
@@ -60,7 +54,7 @@ def _did_configuration(path: Path | None, base: BaseUrl, did: str) -> bytes | No
     the domain of ``base`` now (publish only what is true)."""
     if path is None:
         return None
-    from muretai_cli.cli._out import read_input
+    from muretai_cli.cli._input import read_input
     from muretai_cli.errors import MuretaiError
     from muretai_cli.seam import linked_did, parse_document
     from muretai_cli.site import domain_of
@@ -158,8 +152,8 @@ def serve(
 
     Each arrival is logged on stderr (time, outcome, method, claimed sender).
     """
-    from muretai_cli.cli._out import read_input
-    from muretai_cli.durations import parse_seconds
+    from muretai_cli.cli._durations import parse_seconds
+    from muretai_cli.cli._input import read_input
     from muretai_cli.urls import parse_base_url
 
     base = parse_base_url(url)
@@ -196,63 +190,32 @@ def serve(
         doc = parse_document(read_input(str(org)))
         membership = check_membership(doc, agent_did=ident.did, now=int(time.time())).to_json()
 
-    import uvicorn
-
-    from muretai_cli.cli._opconv import policy_of
     from muretai_cli.db import is_postgres_url
-    from muretai_cli.door.app import build_app
-    from muretai_cli.door.core import Door
-    from muretai_cli.transport.server import listening, server_config
-
-    # Open the store once here: a schema this program does not know stops the start now.
-    store = open_store(ident, db, durable=durable)
-    where = store.where
-    # Several processes on one store share rate limits through it (PostgreSQL: any number
-    # of serve processes may share the database, so always).
-    config = replace(checked, name=ident.name, org=membership, durable=durable,
-                     policy=dm_policy or policy_of(store),  # type: ignore[arg-type]
-                     shared_rate=workers > 1 or is_postgres_url(db),
-                     did_configuration=linkage, wba_allow_private=wba_allow_private)
-    if workers > 1:
-        store.close()  # no pool threads may live in the parent when it forks
-    try:
-        socks = listening(host, port, workers)
-    except InputError:
-        if workers == 1:
-            store.close()
-        raise
-    bound = socks[0].getsockname()
-    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-    signing_key = ident.signing_key()
+    from muretai_cli.door.serve import serve_door
 
     told = arrivals(json_out)
 
-    def prepare() -> uvicorn.Server:
-        door = Door(signing_key, config, store if workers == 1
-                    else open_store(ident, db, durable=durable), on_event=told,
-                    on_message=responder)
-        return uvicorn.Server(server_config(
-            build_app(door), host=host, port=bound[1], http=http,
-            slow_seconds=config.slow_seconds, max_connections=config.max_connections,
-            max_per_client=config.max_per_client, idle_seconds=config.idle_seconds))
+    def listening(at: Listening, config: DoorConfig, where: str) -> None:
+        note(f"listening on {at.address} as {ident.did}"
+             + (f" ({workers} workers)" if workers > 1 else ""))
+        note(f"card: {base.join('/.well-known/agent-card.json')} (policy {config.policy}, "
+             f"db {where})")
+        if json_out:
+            emit_json_line({"ok": True, "event": "listening", "time": int(time.time()),
+                            "address": at.address, "url": base.text, "did": ident.did,
+                            "policy": config.policy, "workers": workers})
 
-    # One process: built before "listening" is said (the socket queues until uvicorn accepts).
-    single = prepare() if workers == 1 else None
-    note(f"listening on http://{shown}:{bound[1]} as {ident.did}"
-         + (f" ({workers} workers)" if workers > 1 else ""))
-    note(f"card: {base.join('/.well-known/agent-card.json')} (policy {config.policy}, db {where})")
-    if json_out:
-        emit_json_line({"ok": True, "event": "listening", "time": int(time.time()),
-                        "address": f"http://{shown}:{bound[1]}", "url": base.text,
-                        "did": ident.did, "policy": dm_policy, "workers": workers})
-    if single is not None:
-        single.run(sockets=socks)
-        return
-    from muretai_cli.workers import run_workers
-
-    # worker i serves socket i (the kernel spreads connections over them), restarted or not
-    raise typer.Exit(run_workers(workers, lambda i: prepare().run(sockets=[socks[i]]),
-                                 log=note))
+    code = serve_door(
+        ident.signing_key(),
+        replace(checked, name=ident.name, org=membership, durable=durable,
+                did_configuration=linkage, wba_allow_private=wba_allow_private,
+                keystate=ident.keystate()),
+        lambda: open_store(ident, db, durable=durable), host=host, port=port,
+        workers=workers, policy=checked.policy if dm_policy else None,
+        shared_store=is_postgres_url(db), http=http, on_listening=listening, on_event=told,
+        on_message=responder, log=note)
+    if code:
+        raise typer.Exit(code)
 
 
 def wba_text(wba: dict[str, Any]) -> str:
@@ -306,7 +269,7 @@ def issue(
 ) -> None:
     """Mint a contact grant, record it, and make it the card's contact. Prints the grant."""
     from muretai_cli.artifacts.grant import mint_grant
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
 
     ttl = parse_duration(expires, name="--expires")
     if uses < 1:

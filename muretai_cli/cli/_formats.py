@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from muretai_cli.cli._out import safe
+from muretai_cli.cli._text import safe
 
 CiStatus = Literal["PASS", "FAIL", "WARN", "INFO", "ERROR"]
 FORMATS = ("text", "json", "junit", "github")

@@ -6,18 +6,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from muretai_cli.cli._batch import error_result
 from muretai_cli.cli._formats import FormatOpt, batch_cases, check_format, emit_ci
-from muretai_cli.cli._out import (
-    JsonList,
-    JsonOpt,
-    emit_json,
-    error_result,
-    iter_documents,
-    note,
-    read_input,
-    safe,
-    say,
-)
+from muretai_cli.cli._input import iter_documents, read_input
+from muretai_cli.cli._json import JsonList, emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
@@ -46,6 +40,11 @@ CardOpt = Annotated[str | None, typer.Option("--card", help="The origin's card: 
                                              show_default=False)]
 RequireSignedOpt = Annotated[bool, typer.Option(
     "--require-signed", help="An unsigned card vouches for nothing.")]
+# handoff check refuses an unsigned card by default; this is the named way to accept one.
+ALLOW_UNSIGNED = "--allow-unsigned-card"
+AllowUnsignedOpt = Annotated[bool, typer.Option(
+    ALLOW_UNSIGNED, help="Let a card without a signed envelope vouch for entries (unsafe: "
+                         "anyone on the path could have written it). Default: refused.")]
 
 
 def offline_cards(origin: BaseUrl, card: str | None, now: int, require_signed: bool
@@ -122,7 +121,10 @@ def check(
     person: PersonOpt = False,
     offline: OfflineOpt = False,
     card: CardOpt = None,
-    require_signed: RequireSignedOpt = False,
+    require_signed: Annotated[bool, typer.Option(
+        "--require-signed", hidden=True,
+        help="The default: an unsigned card vouches for nothing.")] = False,
+    allow_unsigned: AllowUnsignedOpt = False,
     timeout: TimeoutOpt = "30",
     max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
     now: NowOpt = None,
@@ -135,13 +137,19 @@ def check(
     """Check each entry of a result's handoff; exit 0 when a dm entry may be followed.
 
     Only _meta.handoff, handoff and the legacy muretai key are read. On an ordinary origin
-    the origin's card is fetched (or taken from --card) and must name each entry's `to`.
+    the origin's card is fetched (or taken from --card) and must name each entry's `to`;
+    it must be signed (a signed envelope) unless --allow-unsigned-card.
     """
     from muretai_cli.errors import InputError, MuretaiError
     from muretai_cli.urls import base_from_any, did_site_key
     from muretai_cli.visit.handoff import check_handoff_bytes
 
     form = check_format(fmt, json_out)
+    if require_signed and allow_unsigned:
+        raise InputError("usage", f"--require-signed and {ALLOW_UNSIGNED} contradict each other",
+                         hint="a signed card is required by default: give neither, or "
+                              f"{ALLOW_UNSIGNED} alone")
+    require_signed = not allow_unsigned
     base = base_from_any(origin)
     if offline and card is None and did_site_key(base) is None:  # a DID-addressed site needs none
         raise InputError("usage", "--offline needs the origin's card: give --card FILE",
@@ -171,6 +179,8 @@ def check(
             for line in lines:
                 say(safe(line, limit=None) if line.startswith("ERROR") else line)
 
+    unsigned = 0  # results whose card was there but unsigned
+
     try:
         for label, raw in iter_documents(files):
             if isinstance(raw, MuretaiError):
@@ -186,6 +196,8 @@ def check(
                 render({"input": label, "ok": True, "skipped": True, "reasons": [], "_exit": 0},
                        [f"SKIP    {safe(label)}  no handoff in this result (--skip-empty)"])
                 continue
+            if report.card is not None and report.card.signature == "unsigned":
+                unsigned += 1
             render(report_item(label, report), handoff_lines(label, report))
     finally:
         if client is not None:
@@ -194,6 +206,13 @@ def check(
         raise InputError("no-input", "no inputs were given (stdin was empty)",
                          hint="give tool result files, or JSON Lines on stdin with -")
     exit_code = max(codes)
+    if unsigned and require_signed:
+        note(f"note: {unsigned} result(s) judged against an unsigned card, which vouches for "
+             f"nothing: serve the signed envelope (.well-known/agent-card.sig.json; give it "
+             f"with --card), or accept the plain card with {ALLOW_UNSIGNED} (unsafe)")
+    elif unsigned:
+        note(f"note: {unsigned} result(s) judged against an UNSIGNED card ({ALLOW_UNSIGNED}): "
+             "its entries are vouched for by a card anyone on the path could have written")
     if ci:
         emit_ci(cases, form, name="muretai handoff check")
     elif listed is not None:

@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, note, read_input, say
+from muretai_cli.cli._acting import KeysOpt
+from muretai_cli.cli._input import read_input
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
 
 if TYPE_CHECKING:
     from muretai_cli.home import KeyStore
@@ -108,7 +111,7 @@ def show(
     Works on a key file open to group or others (with a warning): this is public data.
     Signing with such a file is still refused.
     """
-    from muretai_cli.did import describe_did
+    from muretai_cli.artifacts.diddoc import describe_did
     from muretai_cli.home import Profiles, open_to_others
 
     ident = _store(keys).load(name, allow_loose=True)
@@ -120,10 +123,13 @@ def show(
             f"{ident.path} is open to group or others (mode {loose:03o}); signing with it is "
             f"refused until `chmod 600 {ident.path}`")})
         note(f"warning: key-file-permissions: {warnings[0]['message']}")
+    from muretai_cli.artifacts.diddoc import fingerprint
+
     # enc_pub derives from the seed: shown only when the key file may be read as a key
     enc_pub = ident.signing_key().enc_pub if loose is None else None
     relay = Profiles().relay_of(ident.did)
     out = {"ok": True, "name": name, "did": ident.did, "created": ident.created,
+           "fingerprint": fingerprint(ident.did),
            "publicKeyHex": info["publicKeyHex"], "publicKeyMultibase": info["publicKeyMultibase"],
            "encPub": enc_pub, "relay": relay, "path": str(ident.path), "warnings": warnings}
     if doc:
@@ -133,6 +139,8 @@ def show(
         return
     say(f"name        {name}")
     say(f"did         {ident.did}")
+    say(f"fingerprint {out['fingerprint']}  (read it aloud; a peer checks it with "
+        f"`muretai op contact verify DID FINGERPRINT`)")
     say(f"public hex  {info['publicKeyHex']}")
     say(f"multibase   {info['publicKeyMultibase']}")
     say(f"enc_pub     {enc_pub or '-'}")
@@ -201,3 +209,97 @@ def relay(
         say(relay_url)
         note(f"{name} is reached through {relay_url}; publish its card with "
              f"`muretai card publish --as {name}`")
+
+
+PassphraseFileOpt = Annotated[str | None, typer.Option(
+    "--passphrase-file", help="Read the passphrase from this file's first line (default: "
+                              "ask on the terminal). Never given on the command line.",
+    show_default=False)]
+
+
+def _passphrase(passphrase_file: str | None, *, confirm: bool) -> str:
+    """The passphrase: the first line of ``passphrase_file``, else typed at the terminal
+    (twice when ``confirm``); never from argv or the environment."""
+    import getpass
+    import sys
+
+    from muretai_cli.errors import InputError
+
+    if passphrase_file is not None:
+        raw = read_input(passphrase_file, limit=4096)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("bad-passphrase-file", f"{passphrase_file}: not UTF-8") from None
+        first = text.splitlines()[0] if text else ""
+        if not first:
+            raise InputError("bad-passphrase-file", f"{passphrase_file}: the first line is "
+                                                    "empty")
+        return first
+    if not sys.stdin.isatty():
+        raise InputError("no-passphrase", "no terminal to ask the passphrase on",
+                         hint="give --passphrase-file FILE (its first line)")
+    typed = getpass.getpass("passphrase: ")
+    if confirm and getpass.getpass("again: ") != typed:
+        raise InputError("passphrase-mismatch", "the two passphrases differ; nothing written")
+    return typed
+
+
+@app.command("export")
+def export(
+    name: Annotated[str, typer.Argument(help="The identity to export.")],
+    to: Annotated[str, typer.Option("--to", help="The file to write (never overwritten; "
+                                    "mode 600).")],
+    passphrase_file: PassphraseFileOpt = None,
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write the identity, sealed under a passphrase (scrypt, ChaCha20-Poly1305), to --to.
+
+    The file is the identity: whoever has it and the passphrase can act as it. `id import`
+    reads it back.
+    """
+    from muretai_cli.home import atomic_write
+    from muretai_cli.home._backup import seal_identity
+
+    ident = _store(keys).load(name)
+    key = ident.signing_key()
+    data = seal_identity(ident.name, ident.did, key.seed, ident.created,
+                         _passphrase(passphrase_file, confirm=passphrase_file is None))
+    atomic_write(Path(to), data, mode=0o600)
+    if json_out:
+        emit_json({"ok": True, "name": ident.name, "did": ident.did, "path": to})
+    else:
+        say(to)
+        note(f"exported {ident.name} ({ident.did}) to {to}; keep the file and its passphrase "
+             "apart")
+
+
+@app.command("import")
+def import_(
+    file: Annotated[str, typer.Argument(help="A file `muretai id export` wrote.")],
+    as_: Annotated[str | None, typer.Option(
+        "--as", help="The name to keep it under (default: the name it was exported with).",
+        show_default=False)] = None,
+    passphrase_file: PassphraseFileOpt = None,
+    keys: KeysOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Read an exported identity into the keys folder; an existing one is never replaced."""
+    from muretai_cli.errors import InputError
+    from muretai_cli.home._backup import open_identity
+
+    got = open_identity(read_input(file, limit=64 * 1024),
+                        _passphrase(passphrase_file, confirm=False), file)
+    store = _store(keys)
+    name = as_ or got.name
+    held = store.name_of(got.did)
+    if held is not None:
+        raise InputError("exists", f"{got.did} is already here as {held!r}; nothing was "
+                                   "imported", hint=f"`muretai id show {held}`")
+    ident = store.create(name, got.seed, now=got.created)
+    if json_out:
+        emit_json({"ok": True, "name": ident.name, "did": ident.did, "path": str(ident.path)})
+    else:
+        say(ident.did)
+        note(f"imported {ident.name} at {ident.path}")

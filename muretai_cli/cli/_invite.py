@@ -8,18 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._db import DbOpt
+from muretai_cli.cli._acting import AsOpt, DbOpt, KeysOpt, load_identity
 from muretai_cli.cli._door import open_store
-from muretai_cli.cli._out import (
-    AsOpt,
-    JsonOpt,
-    KeysOpt,
-    emit_json,
-    load_identity,
-    note,
-    safe,
-    say,
-)
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
@@ -48,7 +41,7 @@ def _clock(now: int | None) -> int:
 def _read(arg: str) -> object:
     """The invite an argument names: pasted text, a file, or stdin."""
     from muretai_cli.artifacts.invite import INVITE_PREFIX, MAX_INVITE_TEXT, read_invite
-    from muretai_cli.cli._out import read_input
+    from muretai_cli.cli._input import read_input
 
     if arg.startswith(INVITE_PREFIX):
         return read_invite(arg)
@@ -84,7 +77,7 @@ def create(
     Prints the card's JSON and its one-line paste form muretai:invite:…
     """
     from muretai_cli.artifacts.invite import invite_text, mint_invite
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
     from muretai_cli.inbox.invites import InviteStore
     from muretai_cli.urls import parse_base_url
 
@@ -286,8 +279,8 @@ def _join_by_relay(key: SigningKey, got: Invite, claim: dict[str, Any], message:
                    max_bytes: int) -> dict[str, Any]:
     """Deposit the sealed claim at the inviter's relay, then the first message the same way
     (both queued: the inviter judges them at its next turn-check, claim first)."""
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._visitout import client_for
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.home import ConnectionStore
     from muretai_cli.visit.join import claim_via_relay
     from muretai_cli.visit.relay import RelayClient

@@ -17,16 +17,10 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 import typer
 
 from muretai_cli.cli._formats import CiCase, FormatOpt, check_format, emit_ci
-from muretai_cli.cli._out import (
-    JsonList,
-    JsonOpt,
-    emit_json,
-    note,
-    open_input,
-    read_input,
-    safe,
-    say,
-)
+from muretai_cli.cli._input import open_input, read_input
+from muretai_cli.cli._json import JsonList, emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe
 from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:

@@ -10,34 +10,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import (
-    JsonOpt,
-    emit_json,
-    json_text,
-    note,
-    safe,
-    say,
-)
+from muretai_cli.cli._json import emit_json, json_text
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe
 from muretai_cli.cli._visitout import quoted
 from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:
     from muretai_cli.visit.turn import TurnCheck
 
-POLICY_KEY = "policy"
-DEFAULT_POLICY = "quarantine"
 
 
 def register(op_app: typer.Typer) -> None:
     op_app.command("turn-check", context_settings={"allow_extra_args": True})(turn_check)
     op_app.command("policy")(policy)
     op_app.command("connections")(connections)
-
-
-def policy_of(store: Any) -> str:
-    """The identity's consent policy (the door's default, turn-check's rule)."""
-    value = store.setting(POLICY_KEY)
-    return value if value in ("open", "quarantine", "closed") else DEFAULT_POLICY
 
 
 def _wait_seconds(wait: bool, extra: list[str]) -> int:
@@ -68,10 +55,11 @@ def turn_check(
     days old), passed through your consent rules (`op policy`), stored, and only then
     acknowledged. What cannot be opened or verified is acknowledged and reported as refused.
     """
-    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._acting import op_identity
     from muretai_cli.cli._opdoor import op_store
     from muretai_cli.cli._visitout import client_for
     from muretai_cli.home import Profiles
+    from muretai_cli.inbox.consent import policy_of
     from muretai_cli.visit.relay import RelayClient
     from muretai_cli.visit.turn import TurnCheck
 
@@ -85,8 +73,8 @@ def turn_check(
     try:
         relay = RelayClient(relay_url, lambda seconds, max_bytes: client_for(
             seconds, max_bytes, deadline_hint=_relay_slow_hint(ident.name)))
-        check = TurnCheck(ident.signing_key(), store, relay,
-                          policy_of(store), at=_kill_seam())  # type: ignore[arg-type]
+        check = TurnCheck(ident.signing_key(), store, relay, policy_of(store),
+                          at=_kill_seam())
         if follow:
             _follow(check, json_out)
         else:
@@ -266,17 +254,19 @@ def policy(
 
     `serve --dm-policy` overrides it for one run of the door.
     """
-    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._acting import op_identity
     from muretai_cli.cli._opdoor import op_store
+    from muretai_cli.inbox.consent import POLICIES, policy_of, set_policy
 
-    if value is not None and value not in ("open", "quarantine", "closed"):
+    chosen = next((p for p in POLICIES if p == value), None)
+    if value is not None and chosen is None:
         raise InputError("bad-policy", f"{safe(value, limit=40)!r} is not a policy",
                          hint="use open, quarantine or closed")
     ident = op_identity(ctx)
     store = op_store(ctx)
     try:
-        if value is not None:
-            store.set_setting(POLICY_KEY, value)
+        if chosen is not None:
+            set_policy(store, chosen)
         current = policy_of(store)
     finally:
         store.close()
@@ -288,7 +278,7 @@ def policy(
 
 def connections(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Peers and how each is reached (door URL or relay), with the last message either way."""
-    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._acting import op_identity
     from muretai_cli.cli._opdoor import op_store
     from muretai_cli.home import ConnectionStore
 
@@ -301,15 +291,22 @@ def connections(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     for conn in ConnectionStore(ident.did).all():
         peers.setdefault(conn.did, {"did": conn.did, "lastMessage": None}).update(
             {**conn.to_json(), "door": conn.endpoint})
+    from muretai_cli.cli._opdoor import CHECKED, checked_peers
+
+    checked = checked_peers(ctx)
+    for did in checked:  # a peer checked out of band is one you know, written to or not
+        peers.setdefault(did, {"did": did, "lastMessage": None})
     rows = [peers[k] for k in sorted(peers)]
     for row in rows:
         row["reachedBy"] = "door" if row.get("door") else "relay" if row.get("relay") else None
+        row["checkedOutOfBand"] = row["did"] in checked
     if json_out:
         emit_json({"ok": True, "as": ident.name, "did": ident.did, "connections": rows})
         return
     for row in rows:
         via = safe(row.get("door") or row.get("relay") or "-", limit=200)
-        say(f"{row['did']}  {row['reachedBy'] or 'not reachable yet'}  {via}")
+        mark = f"  {CHECKED}" if row["checkedOutOfBand"] else ""
+        say(f"{row['did']}  {row['reachedBy'] or 'not reachable yet'}  {via}{mark}")
         last = row.get("lastMessage")
         if last:
             arrow = "<-" if last["direction"] == "in" else "->"

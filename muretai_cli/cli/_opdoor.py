@@ -11,15 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import (
-    JsonOpt,
-    did_option,
-    emit_json,
-    note,
-    safe,
-    say,
-    when,
-)
+from muretai_cli.cli._dids import did_option
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe, when
 from muretai_cli.cli._visitout import quoted
 
 if TYPE_CHECKING:
@@ -34,8 +29,8 @@ senders_app = typer.Typer(help="Allow and block lists.", invoke_without_command=
 
 def op_store(ctx: typer.Context) -> IdentityStore:
     """The store of the identity named by ``op --as`` (its ``--db``, if given)."""
+    from muretai_cli.cli._acting import op_db, op_identity
     from muretai_cli.cli._door import open_store
-    from muretai_cli.cli._op import op_db, op_identity
 
     return open_store(op_identity(ctx), op_db(ctx))
 
@@ -67,8 +62,10 @@ def inbox(
         store.close()
     if not all_:
         rows = rows[-20:]
+    checked = checked_peers(ctx)
     for m in rows:
         m["from" if m["direction"] == "in" else "to"] = m["peer"]
+        m["checkedOutOfBand"] = m["peer"] in checked
     if json_out:
         emit_json({"ok": True, "messages": rows})
         return
@@ -86,12 +83,12 @@ def inbox(
 
 def message_lines(m: dict[str, Any]) -> list[str]:
     """One message for people: a header of facts, then the text quoted behind ``| ``."""
+    peer = safe(m["peer"], limit=120) + (f" {CHECKED}" if m.get("checkedOutOfBand") else "")
     if m["direction"] == "in":
         flag = "verified" if m["verified"] else "UNVERIFIED"
-        head = f"{when(m['received'])}  <- {safe(m['peer'], limit=120)}  {flag}"
+        head = f"{when(m['received'])}  <- {peer}  {flag}"
     else:
-        head = f"{when(m['received'])}  -> {safe(m['peer'], limit=120)}  " \
-               f"{safe(m.get('state') or 'sent', limit=20)}"
+        head = f"{when(m['received'])}  -> {peer}  {safe(m.get('state') or 'sent', limit=20)}"
     ctx_id = safe(m["contextId"], limit=80) if m["contextId"] else "-"
     head += f"  {safe(m.get('channel') or 'door', limit=10)}  conversation {ctx_id}"
     if m.get("replyTo"):
@@ -107,12 +104,33 @@ def message_lines(m: dict[str, Any]) -> list[str]:
     return [head, *quoted(m["text"], limit=2000)]
 
 
+CHECKED = "(checked out of band)"  # the mark of a peer `op contact verify` matched
+
+
+def checked_peers(ctx: typer.Context) -> frozenset[str]:
+    """The peers the acting identity checked out of band (``op contact verify``)."""
+    from muretai_cli.cli._acting import op_identity
+    from muretai_cli.home import VerifiedPeers
+
+    return VerifiedPeers(op_identity(ctx).did).dids()
+
+
 def _print_requests(rows: list[dict[str, Any]]) -> None:
     for r in rows:
-        say(f"{r['id']}  {when(r['received'])}  {safe(r['from'], limit=120)}  {r['status']}"
+        kept = r.get("messages") or [r]
+        sender = safe(r["from"], limit=120) + (f" {CHECKED}" if r["checkedOutOfBand"] else "")
+        say(f"{r['id']}  {when(r['received'])}  {sender}  {r['status']}"
+            + (f"  ({len(kept)} messages)" if len(kept) > 1 else "")
             + (f"  {DAMAGED}" if r.get("damaged") else ""))
-        for line in quoted(r["text"], limit=500):
-            say(line)
+        for message in kept:
+            for line in quoted(message["text"], limit=500):
+                say(line)
+
+
+def _named(row: dict[str, Any]) -> dict[str, Any]:
+    """A request as --json shows it: ``requestId``, the name `dm` and `turn-check` give it;
+    ``id`` too, which earlier releases printed (tests and scripts read it)."""
+    return {"requestId": row["id"], **row}
 
 
 @requests_app.callback()
@@ -130,11 +148,14 @@ def requests_list(
     """Held first contacts, oldest first."""
     store = op_store(ctx)
     try:
-        rows = store.requests(all_=all_)
+        rows = store.request_list(all_=all_)
     finally:
         store.close()
+    checked = checked_peers(ctx)
+    for row in rows:
+        row["checkedOutOfBand"] = row["from"] in checked
     if json_out:
-        emit_json({"ok": True, "requests": rows})
+        emit_json({"ok": True, "requests": [_named(r) for r in rows]})
         return
     _print_requests(rows)
     if not rows:
@@ -154,7 +175,7 @@ def requests_approve(
     finally:
         store.close()
     if json_out:
-        emit_json({"ok": True, **out})
+        emit_json({"ok": True, **_named(out)})
     else:
         say(f"approved {out['id']} from {safe(out['from'])}")
 
@@ -173,7 +194,7 @@ def requests_reject(
     finally:
         store.close()
     if json_out:
-        emit_json({"ok": True, **out})
+        emit_json({"ok": True, **_named(out)})
     else:
         say(f"rejected {out['id']} from {safe(out['from'])}" + (" (blocked)" if block else ""))
 

@@ -7,15 +7,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import (
-    JsonOpt,
-    did_option,
-    emit_json,
-    note,
-    read_input,
-    safe,
-    say,
-)
+from muretai_cli.cli._dids import did_option
+from muretai_cli.cli._input import read_input
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe
 from muretai_cli.cli._tree import AsGroup
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
@@ -155,10 +151,10 @@ def dm(
     """
     import time
 
-    from muretai_cli.cli._op import op_identity
+    from muretai_cli.cli._acting import op_identity
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.cli._opdoor import op_store
     from muretai_cli.cli._visitout import client_for
-    from muretai_cli.durations import parse_seconds
     from muretai_cli.home import ConnectionStore, PinStore, Profiles, TrustList
     from muretai_cli.visit.send import Sender, send_dm
 
@@ -180,7 +176,7 @@ def dm(
     sender = Sender(key, store, ConnectionStore(key.did), client_for, int(time.time()),
                     my_relay=Profiles().relay_of(key.did), timeout=parse_seconds(timeout),
                     max_bytes=max_bytes, pins=PinStore(), trust=TrustList(), signer=signer,
-                    name=ident.name)
+                    message_key=ident.message_key(), name=ident.name)
 
     def run() -> None:
         with progress(f"sending to {did}"):
@@ -227,6 +223,44 @@ def _render_send(report: SendReport, json_out: bool) -> None:
 contact_app.command("dm")(dm)
 
 
+@contact_app.command("verify")
+def verify_contact(
+    ctx: typer.Context,
+    did: Annotated[str, typer.Argument(help="The peer's DID.")],
+    fingerprint_: Annotated[str, typer.Argument(
+        metavar="FINGERPRINT", help="The fingerprint the peer read you (`muretai id show` "
+                                    "prints it), over a channel you trust.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Mark a peer as checked out of band: its fingerprint matched the one it read you.
+
+    The mark is this identity's, kept in $MURETAI_HOME/verified/; connections, inbox and
+    requests show it. A fingerprint that does not match marks nothing (exit 1).
+    """
+    import time
+
+    from muretai_cli.artifacts.diddoc import fingerprint, same_fingerprint
+    from muretai_cli.cli._acting import op_identity
+    from muretai_cli.errors import InputError, Refused
+    from muretai_cli.home import VerifiedPeers
+
+    ident = op_identity(ctx)
+    did = did_option(did, "DID")
+    if did == ident.did:
+        raise InputError("to-self", "that DID is this identity's own")
+    if not same_fingerprint(fingerprint_, did):
+        raise Refused("fingerprint-mismatch", f"{safe(fingerprint_, limit=60)!r} is not the "
+                                              f"fingerprint of {did}; nothing was marked",
+                      hint="this is not the key you were told of: ask again over another "
+                           "channel, and do not write to it meanwhile")
+    VerifiedPeers(ident.did).mark(did, fingerprint(did), int(time.time()))
+    if json_out:
+        emit_json({"ok": True, "as": ident.name, "did": did, "fingerprint": fingerprint(did),
+                   "checkedOutOfBand": True})
+    else:
+        say(f"checked {did} ({fingerprint(did)})")
+
+
 def _register_list() -> None:
     from muretai_cli.cli._opconv import connections
 
@@ -252,8 +286,8 @@ def follow(
     """Check a handoff, then send only what you confirm to the first followable dm entry."""
     import time
 
+    from muretai_cli.cli._acting import op_identity
     from muretai_cli.cli._handoff import online_cards
-    from muretai_cli.cli._op import op_identity
     from muretai_cli.errors import InputError
     from muretai_cli.home import ConnectionStore
     from muretai_cli.urls import base_from_any
@@ -291,7 +325,8 @@ def follow(
             target = target_for_entry(item, cards)
             with progress(f"sending to {target.door_did}"):
                 sent = deliver(ident.signing_key(), target, text, client=client, now=now,
-                               connections=ConnectionStore(ident.did))
+                               connections=ConnectionStore(ident.did),
+                               message_key=ident.message_key())
         _render_dm(sent, json_out)
 
     _with_refusal_details(json_out, run)

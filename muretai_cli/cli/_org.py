@@ -6,22 +6,16 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import (
-    AsOpt,
-    JsonOpt,
-    KeysOpt,
-    emit_json,
-    load_identity,
-    note,
-    safe,
-    say,
-)
+from muretai_cli.cli._acting import AsOpt, KeysOpt, load_identity
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, note, say
+from muretai_cli.cli._text import safe
 
 app = typer.Typer(no_args_is_help=True)
 
 
 def _org_did(did: str, name: str = "DID") -> str:
-    from muretai_cli.cli._out import did_option
+    from muretai_cli.cli._dids import did_option
 
     return did_option(did, name)
 
@@ -96,7 +90,7 @@ def attest(
     import time
 
     from muretai_cli.artifacts.org import attest_member
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
 
     ttl = parse_duration(expires, name="--expires") if expires is not None else None
     key = load_identity(as_, keys).signing_key()

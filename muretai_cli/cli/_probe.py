@@ -6,7 +6,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, safe, say
+from muretai_cli.cli._acting import KeysOpt
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, say
+from muretai_cli.cli._text import safe
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
@@ -71,7 +74,7 @@ def probe(
     base = site_base(url)
     check_public(base, allow_private=allow_private)
     if key is not None:
-        from muretai_cli.cli._out import own_identity
+        from muretai_cli.cli._acting import own_identity
 
         own_identity(key, keys, option="--key")  # the key must exist to be on hand
     on_hand = OnHand(key=key is not None, token=token, browser=browser, person=person)

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli._out import note, safe
+from muretai_cli.cli._out import note
+from muretai_cli.cli._text import safe
 from muretai_cli.errors import InputError
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 
 if TYPE_CHECKING:
-    import uvicorn
+    from muretai_cli.transport.serve import Listening
 
 app = typer.Typer(no_args_is_help=True, help="Run a blind relay: sealed DMs for many DIDs.")
 
@@ -64,7 +65,7 @@ def serve(
                                  "wake each other's long-polls through it).")] = 1,
 ) -> None:
     """Serve send, listen, ack and card for any DID. The relay never sees text."""
-    from muretai_cli.durations import parse_duration
+    from muretai_cli.cli._durations import parse_duration
     from muretai_cli.urls import parse_base_url
 
     for flag, value in (("--max-body", max_body), ("--max-blob", max_blob),
@@ -86,9 +87,8 @@ def serve(
     if base.text != url:
         note(f"serving as {base.text} (the canonical form of {safe(url)})")
 
-    from muretai_cli.relay.app import build_app
-    from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
-    from muretai_cli.relay.store import RelayStore
+    from muretai_cli.relay.core import RelayConfig, RelayLimits
+    from muretai_cli.relay.serve import serve_relay
 
     limits = RelayLimits(max_body=max_body, max_blob=max_blob, per_sender=rate_per_sender,
                          per_mailbox=rate_per_mailbox, max_waiting=max_waiting,
@@ -96,56 +96,13 @@ def serve(
     config = RelayConfig(url=base, limits=limits, slow_seconds=slow_seconds,
                          max_connections=max_connections, max_per_client=max_per_client,
                          idle_seconds=idle_seconds, durable=durable)
-    from muretai_cli.db import is_postgres_url
 
-    shared = is_postgres_url(db)
-    if workers > 1 and not shared:
-        raise InputError("workers-need-postgresql", "--workers above 1 needs --db "
-                         "postgresql://…: on SQLite a long-poll would not wake on a deposit "
-                         "made through another process",
-                         hint="run one process on SQLite, or see docs/scale-out.md")
-    # A PostgreSQL store is created by `muretai db init --relay`, never by a server.
-    store = RelayStore.open(db, durable=durable, create=not shared)
-    where = store.db.describe()
-    if workers > 1:
-        store.close()  # no pool threads may live in the parent when it forks
-    import uvicorn
+    def listening(at: Listening, where: str) -> None:
+        note(f"relay listening on {at.address} for {base.text} "
+             f"(tokens name {base.origin}; db {where})"
+             + (f" ({workers} workers)" if workers > 1 else ""))
 
-    from muretai_cli.transport.server import listening, server_config
-
-    try:
-        socks = listening(host, port, workers)
-    except InputError:
-        if workers == 1:
-            store.close()
-        raise
-    bound = socks[0].getsockname()
-    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-
-    def prepare() -> uvicorn.Server:
-        own = store if workers == 1 else RelayStore.open(db, durable=durable, create=False)
-        notifier = None
-        if shared and db is not None:
-            from muretai_cli.relay.pgnotify import PgNotifier
-
-            notifier = PgNotifier(db)
-        relay = Relay(config, own, notifier=notifier)
-        return uvicorn.Server(server_config(
-            build_app(relay), host=host, port=bound[1], http=http,
-            slow_seconds=config.slow_seconds, max_connections=config.max_connections,
-            max_per_client=config.max_per_client, idle_seconds=config.idle_seconds))
-
-    # One process: everything is built before "listening" is said, so a client that acts
-    # on that line meets a server about to accept (the socket queues until it does).
-    single = prepare() if workers == 1 else None
-    note(f"relay listening on http://{shown}:{bound[1]} for {base.text} "
-         f"(tokens name {base.origin}; db {where})"
-         + (f" ({workers} workers)" if workers > 1 else ""))
-    if single is not None:
-        single.run(sockets=socks)
-        return
-    from muretai_cli.workers import run_workers
-
-    # worker i serves socket i (the kernel spreads connections over them), as serve does
-    raise typer.Exit(run_workers(workers, lambda i: prepare().run(sockets=[socks[i]]),
-                                 log=note))
+    code = serve_relay(config, db=db, host=host, port=port, workers=workers, http=http,
+                       on_listening=listening, log=note)
+    if code:
+        raise typer.Exit(code)

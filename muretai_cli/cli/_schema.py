@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli._out import JsonOpt, emit_json, say
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, say
 
 app = typer.Typer(no_args_is_help=True, help="JSON Schemas for the artifacts a CI validates.")
 

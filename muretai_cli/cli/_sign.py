@@ -11,13 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from muretai_cli.cli import _sign_keys
-from muretai_cli.cli._out import (
-    AsOpt,
-    KeysOpt,
-    did_option,
-    load_identity,
-    read_input,
-)
+from muretai_cli.cli._acting import AsOpt, KeysOpt, load_identity
+from muretai_cli.cli._dids import did_option
+from muretai_cli.cli._input import read_input
 
 if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
@@ -58,7 +54,7 @@ def message(
             text = read_input("-", limit=65536).decode("utf-8")
         except UnicodeDecodeError:
             raise InputError("invalid-utf8", "stdin is not UTF-8 text") from None
-    key = _load(as_, keys)
+    key = load_identity(as_, keys).message_key()  # the op key for the root, once rotated
     when = int(time.time()) if now is None else now
     _print(build_message_send(signed_message(key, to=to, text=text, now=when,
                                              context_id=context_id)))

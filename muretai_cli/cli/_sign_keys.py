@@ -13,15 +13,10 @@ from typing import Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import (
-    AsOpt,
-    KeysOpt,
-    did_option,
-    load_identity,
-    note,
-    own_identity,
-    safe,
-)
+from muretai_cli.cli._acting import AsOpt, KeysOpt, load_identity, own_identity
+from muretai_cli.cli._dids import did_option
+from muretai_cli.cli._out import note
+from muretai_cli.cli._text import safe
 
 EpochOpt = Annotated[int | None, typer.Option(
     "--epoch", min=0, help="The epoch (default: one above the last you signed).",
@@ -61,7 +56,7 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
     ) -> None:
         """Print a KeyState delegating --as's root to --op (the previous op key is burned)."""
         from muretai_cli.artifacts.keystate import burn_list, mint_keystate
-        from muretai_cli.durations import parse_moment
+        from muretai_cli.cli._durations import parse_moment
         from muretai_cli.home import MintedRecords
 
         ident = load_identity(as_, keys)
@@ -130,7 +125,7 @@ def register(app: typer.Typer, emit: Callable[[object], None]) -> None:
     ) -> None:
         """Print a v2 device binding: --as signs as owner, --device countersigns."""
         from muretai_cli.artifacts.binding import mint_binding
-        from muretai_cli.durations import parse_moment
+        from muretai_cli.cli._durations import parse_moment
 
         clock = int(time.time()) if now is None else now
         owner = load_identity(as_, keys).signing_key()

@@ -7,8 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from muretai_cli.cli._acting import KeysOpt
 from muretai_cli.cli._formats import CiCase, FormatOpt, check_format, emit_ci
-from muretai_cli.cli._out import JsonOpt, KeysOpt, emit_json, safe, say
+from muretai_cli.cli._json import emit_json
+from muretai_cli.cli._out import JsonOpt, say
+from muretai_cli.cli._text import safe
 from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
@@ -98,6 +101,6 @@ def check(
 def _signer(name: str | None, keys: Path | None) -> SigningKey | None:
     if name is None:
         return None
-    from muretai_cli.cli._out import own_identity
+    from muretai_cli.cli._acting import own_identity
 
     return own_identity(name, keys).signing_key()

@@ -12,14 +12,11 @@ from typing import Annotated
 import typer
 
 from muretai_cli.cli import _verify_artifacts, _verify_keys, _verify_web
+from muretai_cli.cli._batch import NowOpt, verify_batch
+from muretai_cli.cli._dids import did_opt
 from muretai_cli.cli._formats import FormatOpt
-from muretai_cli.cli._out import (
-    FilesArg,
-    JsonOpt,
-    NowOpt,
-    did_opt,
-    verify_batch,
-)
+from muretai_cli.cli._input import FilesArg
+from muretai_cli.cli._out import JsonOpt
 
 app = typer.Typer(help="Verify signed artifacts offline (messages, cards, grants, orgs).",
                   no_args_is_help=True)
@@ -37,8 +34,8 @@ def message(
     json_out: JsonOpt = False,
 ) -> None:
     """Verify signed A2A messages (message/send requests or bare messages) addressed to --to."""
-    from muretai_cli.offline import check_message
     from muretai_cli.seam import MESSAGE_WINDOW
+    from muretai_cli.visit.offline import check_message
 
     span = MESSAGE_WINDOW if window is None else window
     when = int(time.time()) if now is None else now
@@ -58,8 +55,8 @@ def card(
     json_out: JsonOpt = False,
 ) -> None:
     """Verify signed Agent Card envelopes ({v, typ, card, ts, sig}) under --did."""
-    from muretai_cli.offline import check_card_envelope
     from muretai_cli.urls import base_from_any
+    from muretai_cli.visit.offline import check_card_envelope
 
     base = base_from_any(origin, require_https=False) if origin else None
     when = int(time.time()) if now is None else now

@@ -7,15 +7,11 @@ from typing import Annotated, Any
 
 import typer
 
+from muretai_cli.cli._batch import NowOpt, verify_batch
+from muretai_cli.cli._dids import did_opt
 from muretai_cli.cli._formats import FormatOpt
-from muretai_cli.cli._out import (
-    FilesArg,
-    JsonOpt,
-    NowOpt,
-    did_opt,
-    read_input,
-    verify_batch,
-)
+from muretai_cli.cli._input import FilesArg, read_input
+from muretai_cli.cli._out import JsonOpt
 
 
 def _link_summary(item: dict[str, Any]) -> str:

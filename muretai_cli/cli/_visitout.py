@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._out import note, safe, say, when
+from muretai_cli.cli._out import note, say
+from muretai_cli.cli._text import safe, when
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,7 +55,7 @@ WbaAsOpt = Annotated[str | None, typer.Option(
 def make_client(timeout: str, max_bytes: int, *,
                 signer: Callable[[str], dict[str, str]] | None = None) -> SafeClient:
     """The one HTTP client of a command (imports httpx only now)."""
-    from muretai_cli.durations import parse_seconds
+    from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.net import SafeClient
 
     return SafeClient(timeout=parse_seconds(timeout), max_bytes=max_bytes, signer=signer,
@@ -66,7 +67,7 @@ def wba_signer(wba: bool, name: str | None, keys: Path | None, agent: str | None
     """The request signer ``--wba`` asks for (None without it); ``--as`` names the key."""
     if not wba:
         return None
-    from muretai_cli.cli._out import chosen_identity, own_identity
+    from muretai_cli.cli._acting import chosen_identity, own_identity
 
     name = chosen_identity(name)
     if name is None:

@@ -15,6 +15,8 @@ values as ``Undecodable`` (U+FFFD where bytes do not decode), which stores show 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -119,6 +121,9 @@ class _SqliteTx(Tx):
             raise failure from None
 
 
+_WAL_FILES = ("-wal", "-shm")  # beside a database in WAL mode, holding its latest writes
+
+
 class SqliteDatabase(Database):
     dialect = "sqlite"
 
@@ -127,6 +132,11 @@ class SqliteDatabase(Database):
         self.path = path
         if path.is_dir():  # sqlite3 would say only "unable to open database file"
             raise _is_directory(path)
+        # Created 600 before SQLite opens it: SQLite gives the -wal and -shm files it makes
+        # the database file's mode, so they are 600 from their first byte. (If it cannot be
+        # opened, sqlite3 says why below.)
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
         try:
             self._db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT,
                                        check_same_thread=False, cached_statements=256)
@@ -137,7 +147,9 @@ class SqliteDatabase(Database):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            path.chmod(0o600)
+            for private in (path, *(path.with_name(path.name + end) for end in _WAL_FILES)):
+                if private.exists():  # made 644 by an earlier release
+                    private.chmod(0o600)
         except (sqlite3.Error, OSError) as exc:
             self._db.close()
             raise self._open_failure(exc) from None

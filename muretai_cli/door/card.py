@@ -93,6 +93,8 @@ class PublishedCard:
             card["contact"] = grant.doc
         if self.config.org is not None:
             card["org"] = self.config.org
+        if self.config.keystate is not None:  # which op key signs for this DID, root-signed
+            card["keystate"] = self.config.keystate
         return card
 
     def _refresh(self, now: int) -> None:

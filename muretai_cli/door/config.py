@@ -36,6 +36,7 @@ class DoorConfig:
     wba_allow_private: bool = False  # fetch visitors' key directories from private addresses
     prefer: tuple[str | dict[str, str], ...] = ()  # agentEntry.prefer (door/publish.py)
     skills: tuple[dict[str, Any], ...] = ()  # the owner's own A2A skills (door/publish.py)
+    keystate: dict[str, Any] | None = None  # the identity's current KeyState (id rotate)
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

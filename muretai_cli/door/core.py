@@ -26,7 +26,8 @@ from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.arrival import DOOR_WINDOW, Arrival, read_message
 from muretai_cli.inbox.ladder import Code, RpcError
 from muretai_cli.inbox.store import IdentityStore, Limits
-from muretai_cli.rate import RateLimits
+from muretai_cli.inbox.store.keystate_pins import KeyStatePinStore
+from muretai_cli.transport.rate import RateLimits
 
 if TYPE_CHECKING:
     from muretai_cli.door.respond import OnMessage, Outcome
@@ -86,6 +87,7 @@ class Door:
         self.did = key.did
         self.config = config
         self.store = store
+        self.pins = KeyStatePinStore(store.db)  # what each sender's KeyState was, kept
         self.clock = clock
         # On a store that takes several connections (PostgreSQL), POSTs from the event loop
         # look up and commit in group commits, and the rest of their store calls run on
@@ -240,7 +242,11 @@ class Door:
                 raise RpcError(Code.REPLAY_OR_STALE, "replay")
             kept.setdefault("metadata", {})["recovered"] = True
             return kept, None
-        arrival.verify()
+        pinned = None if arrival.keystate is None else await io.call(
+            lambda: self.pins.get_text(arrival.sender))
+        adopt = arrival.verify(pinned=pinned, now=now)  # the root's key, or its op key's
+        if adopt is not None:
+            await io.call(lambda: self.pins.offer(adopt, now))
         # Shared rate counts (several processes) are store calls: counted with the commit
         # (one transaction) unless the policy's own store calls (a hold) come first.
         limits: Limits = []

@@ -4,6 +4,7 @@ Layout::
 
     $MURETAI_HOME/            (default ~/.muretai, mode 700)
       keys/<name>.key         Ed25519 identities (mode 600), unless --keys / $MURETAI_KEYS
+      verified/<key>.json     peers each identity checked out of band (op contact verify)
       ...                     pins, connections, trust list, door databases (other modules)
 """
 
@@ -22,6 +23,7 @@ from muretai_cli.home._pins import Pin, PinStore
 from muretai_cli.home._profiles import Profiles
 from muretai_cli.home._records import KeyStatePins, MintedRecords
 from muretai_cli.home._trust import TrustedOrg, TrustList
+from muretai_cli.home._verified import VerifiedPeers
 
 __all__ = [
     "Connection",
@@ -35,6 +37,7 @@ __all__ = [
     "Profiles",
     "TrustList",
     "TrustedOrg",
+    "VerifiedPeers",
     "atomic_write",
     "dids_named",
     "ensure_private_dir",

@@ -1,4 +1,9 @@
-"""Identities on disk: ``<keys>/<name>.key`` = ``{"seed", "did", "created"}``, mode 600."""
+"""Identities on disk: ``<keys>/<name>.key`` = ``{"seed", "did", "created"}``, mode 600.
+
+After ``muretai id rotate`` the file also holds ``"op": {"seed", "did"}`` (the operational
+key that signs messages) and ``"keystate"`` (the root-signed KeyState delegating to it); a
+rotation made with the root key kept elsewhere (``--root-file``) leaves no root ``seed``.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from muretai_cli.errors import InputError
 from muretai_cli.home._files import atomic_write, ensure_private_dir, home_dir
 
 if TYPE_CHECKING:
+    from muretai_cli.artifacts.message import Delegated
     from muretai_cli.seam import SigningKey
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -63,11 +69,35 @@ class Identity:
         """Read the seed again from disk (checked as on load) and return the signing key."""
         return _load_signing_key(self.path)
 
+    def message_key(self) -> SigningKey | Delegated:
+        """What signs this identity's messages: its op key acting for the root, with the
+        KeyState that says so, once ``id rotate`` made one; else the root key itself."""
+        from muretai_cli.artifacts.message import Delegated
+        from muretai_cli.seam import SigningKey
+
+        data = _read_key_file(self.path)
+        op, record = data.get("op"), data.get("keystate")
+        if not isinstance(op, dict) or not isinstance(record, dict):
+            return _load_signing_key(self.path)
+        return Delegated(SigningKey(parse_seed_hex(str(op.get("seed", "")), str(self.path))),
+                         self.did, record)
+
+    def keystate(self) -> dict[str, object] | None:
+        """The KeyState this identity's messages carry (public), or None before a rotation."""
+        record = _read_key_file(self.path, allow_loose=True).get("keystate")
+        return record if isinstance(record, dict) else None
+
 
 def _load_signing_key(path: Path) -> SigningKey:
     from muretai_cli.seam import SigningKey
 
     data = _read_key_file(path)
+    if "seed" not in data and isinstance(data.get("op"), dict):
+        raise InputError("root-offline", f"{path} holds only the operational key: the root "
+                                         "key was kept elsewhere at the last `id rotate "
+                                         "--root-file`", hint="messages are signed by the op "
+                                         "key; what needs the root (a door's card, a relay "
+                                         "listen, a grant) needs its key file")
     return SigningKey(parse_seed_hex(str(data.get("seed", "")), str(path)))
 
 
@@ -141,11 +171,56 @@ class KeyStore:
 
         path = self.path_of(name)
         data = _read_key_file(path, allow_loose=allow_loose)
+        created = data.get("created")
+        if "seed" not in data and isinstance(data.get("op"), dict):  # the root is offline
+            from muretai_cli.seam import public_from_did
+
+            did = data.get("did")
+            try:
+                public_from_did(did)
+            except InputError:
+                raise
+            except Exception:
+                raise InputError("bad-key-file", f"{path}: no seed and no valid did") from None
+            assert isinstance(did, str)
+            return Identity(name, did, created if isinstance(created, int) else 0, path)
         key = SigningKey(parse_seed_hex(str(data.get("seed", "")), str(path)))
         if data.get("did") not in (None, key.did):
             raise InputError("bad-key-file", f"{path}: the stored did does not match its seed")
-        created = data.get("created")
         return Identity(name, key.did, created if isinstance(created, int) else 0, path)
+
+    def rotate(self, name: str, root: SigningKey, *, now: int, root_offline: bool,
+               not_after: int | None = None) -> dict[str, object]:
+        """A new op key for ``name``, delegated by ``root`` in a KeyState one epoch above the
+        last (the previous op key burned); written with the file's other fields, without
+        the root seed when ``root_offline``. Returns the new KeyState."""
+        from muretai_cli.artifacts.keystate import mint_keystate
+        from muretai_cli.seam import SigningKey
+
+        path = self.path_of(name)
+        data = _read_key_file(path)
+        if data.get("did") not in (None, root.did):
+            raise InputError("root-mismatch", f"the root key is {root.did}, but {name} is "
+                                              f"{data.get('did')}")
+        last = data.get("keystate")
+        last = last if isinstance(last, dict) else {}
+        previous = last.get("epoch")
+        burned = [d for d in last.get("revokedOps") or [] if isinstance(d, str)]
+        if isinstance(last.get("opDid"), str):
+            burned.append(last["opDid"])
+        op = SigningKey.generate()
+        record = mint_keystate(root, op_did=op.did, now=now, not_after=not_after,
+                               epoch=previous + 1 if isinstance(previous, int) else 1,
+                               revoked_ops=burned)
+        body = {**data, "did": root.did, "op": {"seed": op.seed.hex(), "did": op.did},
+                "keystate": record}
+        if root_offline:
+            body.pop("seed", None)
+        else:
+            body["seed"] = root.seed.hex()
+        atomic_write(path, (json.dumps(body, indent=2) + "\n").encode(), mode=0o600,
+                     overwrite=True)
+        return record
 
     def name_of(self, did: str) -> str | None:
         """The name of the identity here whose DID is ``did`` (None if none is)."""

@@ -10,3 +10,6 @@ drain): the ladder after transport, consent, and the per-identity store.
 Imports sqlite3 only from its submodules, so the CLI pays for it only in the commands that
 use it.
 """
+
+# The room's public surface: its modules (each imported on first use, never here).
+__all__ = ["arrival", "claims", "consent", "invites", "ladder", "relayed", "store"]

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import ladder
 from muretai_cli.inbox.ladder import Code, RpcError
 from muretai_cli.seam import MESSAGE_WINDOW
+
+if TYPE_CHECKING:
+    from muretai_cli.artifacts.keystate import KeyState
 
 __all__ = ["DOOR_WINDOW", "Arrival", "Channel", "Window", "read_message"]
 
@@ -83,6 +86,11 @@ class Arrival:
     wba: str | None = None
     reply: str | None = None
     deposit_id: str | None = None
+    # The timestamp as the wire carried it, when that was not the integer ``timestamp`` (a
+    # float, a string): the signature is over these bytes (seam §3); nothing stores them.
+    signed_timestamp: float | str | None = None
+    # The KeyState attached as ``metadata.keystate`` (unverified; ``verify`` judges it).
+    keystate: Any = None
 
     def __post_init__(self) -> None:
         for name in ("sender", "message_id", "text", "to", "sig"):
@@ -114,19 +122,67 @@ class Arrival:
         """The verified message as ``--on-message`` is given it: six fields, sig, replyTo."""
         return {**self.fields(), "sig": self.sig, "replyTo": self.reply_to}
 
-    def verify(self) -> None:
-        """The signature, through the seam's one boundary (``seam.verify_envelope``), or
-        ``RpcError`` (``Code.SIGNATURE``) naming the seam's reason.
+    def verify(self, *, pinned: str | None = None, now: int | None = None
+               ) -> KeyState | None:
+        """The signature, or ``RpcError`` naming the seam's reason; returns the KeyState a
+        pin store should now keep (None: nothing new).
 
-        The one place the verifying key is chosen: today the root key the sender's did:key
-        names; an operational key an attached KeyState delegates would be chosen here.
-        ``to`` is the recipient ``read_message`` checked against the caller's ``me``."""
-        from muretai_cli.seam import verify_envelope
+        The one place the verifying key is chosen: the root key the sender's did:key names,
+        or the op key an attached KeyState delegates, once the record verifies under that
+        root at ``now`` and against ``pinned`` (the caller's kept record for the sender, as
+        stored) -- else ``Code.KEYSTATE_REFUSED`` with the record's own reason (seam §6.1,
+        ``docs/seam.md`` §7.1). The bytes checked are the six fields as received; a number
+        hazard that does not verify is ``Code.CANNOT_VERIFY``, never a bad signature."""
+        import time
+
+        from muretai_cli.artifacts.keystate import message_signer
+        from muretai_cli.seam import check_signed_fields
 
         try:
-            verify_envelope({**self.fields(), "sig": self.sig}, to_did=self.to)
+            choice = message_signer(self.sender, self.keystate, _pinned(self.keystate, pinned),
+                                    now=int(time.time()) if now is None else now)
         except MuretaiError as exc:
-            raise ladder.refused(Code.SIGNATURE, exc) from None
+            raise ladder.refused(Code.KEYSTATE_REFUSED, exc) from None
+        signed = self.fields()
+        if self.signed_timestamp is not None:
+            signed["timestamp"] = self.signed_timestamp
+        try:
+            check_signed_fields(signed, self.sig, signer=choice.signer_did)
+        except MuretaiError as exc:
+            code = Code.CANNOT_VERIFY if exc.code == "cannot-verify" else Code.SIGNATURE
+            raise ladder.refused(code, exc) from None
+        return choice.adopt
+
+
+def _pinned(inline: object, text: str | None) -> object:
+    """The caller's pin as the record to judge: the attached record itself when the pin
+    holds it byte for byte (one record, verified once), else the stored JSON."""
+    import json
+
+    from muretai_cli.seam import canonical_bytes
+
+    if text is None or inline is None:
+        return None
+    try:
+        if canonical_bytes(inline).decode("utf-8") == text:
+            return inline
+    except MuretaiError:
+        pass
+    try:
+        return json.loads(text)
+    except ValueError:  # a damaged pin is no pin to trust: verify_pin refuses it, closed
+        return text
+
+
+def _seconds(stamp: object) -> int:
+    """The epoch second a received timestamp names (a float rounded down), or
+    ``Code.REPLAY_OR_STALE`` ``timestamp-not-a-number`` (a string names no moment)."""
+    from muretai_cli.seam import timestamp_seconds
+
+    try:
+        return timestamp_seconds(stamp)
+    except MuretaiError as exc:
+        raise ladder.refused(Code.REPLAY_OR_STALE, exc) from None
 
 
 def read_message(params: dict[str, Any], *, me: str, now: int, window: Window,
@@ -145,7 +201,11 @@ def read_message(params: dict[str, Any], *, me: str, now: int, window: Window,
     if signer is not None and fields["from"] != signer:
         raise RpcError(Code.SIGNATURE, "signer-not-depositor",
                        detail="the message's from is not the DID that deposited it")
-    window.judge(fields["timestamp"], now)
+    stamp = _seconds(fields["timestamp"])
+    window.judge(stamp, now)
+    raw = fields["timestamp"]
     return Arrival(fields["contextId"], fields["from"], fields["messageId"], fields["text"],
-                   fields["timestamp"], fields["to"], env["sig"], relay=env["relay"],
-                   reply_hint=env["replyTo"])
+                   stamp, fields["to"], env["sig"], relay=env["relay"],
+                   reply_hint=env["replyTo"],
+                   signed_timestamp=None if type(raw) is int else raw,
+                   keystate=env["keystate"])

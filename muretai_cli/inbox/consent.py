@@ -20,6 +20,23 @@ if TYPE_CHECKING:
 Policy = Literal["open", "quarantine", "closed"]
 POLICIES: tuple[Policy, ...] = ("open", "quarantine", "closed")
 HELD_CODE = Code.AWAITING_APPROVAL  # a first contact held for the owner's approval
+POLICY_KEY = "policy"  # the store setting that holds the identity's policy
+DEFAULT_POLICY: Policy = "quarantine"
+
+
+def policy_of(store: IdentityStore) -> Policy:
+    """The identity's consent policy, as stored (`op policy`): the door's default and
+    turn-check's rule alike; ``quarantine`` unless set."""
+    value = store.setting(POLICY_KEY)
+    for policy in POLICIES:
+        if value == policy:
+            return policy
+    return DEFAULT_POLICY
+
+
+def set_policy(store: IdentityStore, policy: Policy) -> None:
+    """Record the identity's consent policy in its store."""
+    store.set_setting(POLICY_KEY, policy)
 
 
 def admit(store: IdentityStore, policy: Policy, arrival: Arrival, status: str | None,

@@ -39,6 +39,8 @@ class Code(IntEnum):
     INTRODUCTION_REQUIRED = -32010
     GRANT_REFUSED = -32011
     AWAITING_APPROVAL = -32014
+    CANNOT_VERIFY = -32006  # a number hazard: the signer's bytes cannot be reproduced
+    KEYSTATE_REFUSED = -32041  # the attached KeyState (the seam's code)
 
 
 MESSAGES: dict[int, str] = {
@@ -55,6 +57,8 @@ MESSAGES: dict[int, str] = {
     Code.INTRODUCTION_REQUIRED: "Introduction required",
     Code.GRANT_REFUSED: "Contact grant refused",
     Code.AWAITING_APPROVAL: "Awaiting approval",
+    Code.CANNOT_VERIFY: "Cannot verify this signature",
+    Code.KEYSTATE_REFUSED: "KeyState refused",
 }
 
 
@@ -173,7 +177,8 @@ def a2a_message(params: dict[str, Any]) -> dict[str, Any]:
         raise RpcError(Code.INVALID_REQUEST, "empty-text")
     return {"contextId": ctx, "from": meta.get("from"), "messageId": mid, "text": text,
             "timestamp": meta.get("timestamp"), "to": meta.get("to"), "sig": meta.get("sig"),
-            "relay": _relay_hint(meta.get("relay")), "replyTo": _id_hint(meta.get("replyTo"))}
+            "relay": _relay_hint(meta.get("relay")), "replyTo": _id_hint(meta.get("replyTo")),
+            "keystate": meta.get("keystate")}
 
 
 def _relay_hint(value: object) -> str | None:

@@ -18,6 +18,7 @@ from muretai_cli.errors import MuretaiError
 from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.arrival import Arrival, Window, read_message
 from muretai_cli.inbox.ladder import Code, RpcError
+from muretai_cli.inbox.store.keystate_pins import KeyStatePinStore
 from muretai_cli.seam import CLOCK_SKEW, RELAYED_MAX_AGE
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def _rung(exc: RpcError) -> NotForUs:
 
 
 def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
-                  now: int) -> Arrival:
+                  now: int, pins: KeyStatePinStore | None = None) -> Arrival:
     """The verified ``Arrival`` of one deposit (channel still ``door``: the caller says
     ``relay``), or ``NotForUs``."""
     from muretai_cli.seam import open_box
@@ -132,7 +133,11 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
             raise NotForUs("not-message-send", f"the request is {method}, not message/send")
         arrival = read_message(params, me=key.did, now=now, window=RELAYED_WINDOW,
                                signer=sender)
-        arrival.verify()
+        pinned = None if pins is None or arrival.keystate is None else \
+            pins.get_text(arrival.sender)
+        adopt = arrival.verify(pinned=pinned, now=now)
+        if adopt is not None and pins is not None:
+            pins.offer(adopt, now)
     except RpcError as exc:
         raise _rung(exc) from None
     return arrival
@@ -153,7 +158,8 @@ def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id
     if store.deposit_seen(sender, deposit_id) if seen is None else seen:
         return Received("duplicate")
     try:
-        arrival = check_deposit(key, sender=sender, from_enc=from_enc, blob=blob, now=now)
+        arrival = check_deposit(key, sender=sender, from_enc=from_enc, blob=blob, now=now,
+                                pins=KeyStatePinStore(store.db))
         stored, status = store.relayed_lookup(arrival.sender, arrival.message_id)
         if stored:
             raise NotForUs("replay", "a message with this messageId from this sender is "

@@ -4,6 +4,10 @@
     store    RelayStore: every SQL statement (SQLite or PostgreSQL through muretai_cli.db)
     notify   Notifier: wakes held long-polls (in-process by default)
     app      the starlette app and its exact-path routes
+    serve    serve_relay: the store opened once, then one process or workers
 
 Never imports ``door/``, ``inbox/`` or ``visit/``, and holds no key that opens a box.
 """
+
+# The room's public surface: its modules (each imported on first use, never here).
+__all__ = ["app", "core", "notify", "pgnotify", "serve", "store"]

@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 
 from muretai_cli.relay.core import Relay, log, refusal_answer
 from muretai_cli.transport.asgi import (
+    HOLDABLE,
     BodyRefused,
     Receive,
     Scope,
@@ -96,12 +97,16 @@ class RelayHTTP:
         if raw is None:
             return  # the client left
         if route == "listen":
-            gone = asyncio.Event()
+            gone, cut = asyncio.Event(), asyncio.Event()
             watcher = asyncio.ensure_future(_watch_disconnect(receive, gone))
+            hook = scope.get(HOLDABLE)  # the transport may end it early to make room
+            done = hook(cut.set) if hook is not None else None
             try:
-                reply = await self.relay.listen(raw, gone)
+                reply = await self.relay.listen(raw, gone, cut)
             finally:
                 watcher.cancel()
+                if done is not None:
+                    done()
             if reply is not None:
                 await answer(send, *reply)
             return

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from muretai_cli.db import Batcher, DatabaseUnavailable, Unstorable
 from muretai_cli.errors import MuretaiError
-from muretai_cli.rate import KeyedBuckets, admit
 from muretai_cli.relay.notify import LocalNotifier, Notifier
 from muretai_cli.relay.store import MAX_MAILBOX_BYTES, Deposit, DepositOutcome
 from muretai_cli.seam import (
@@ -41,6 +40,7 @@ from muretai_cli.seam import (
 )
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 from muretai_cli.transport.asgi import Headers
+from muretai_cli.transport.rate import KeyedBuckets, admit
 
 if TYPE_CHECKING:
     from muretai_cli.relay.store import RelayStore, Waiting
@@ -68,6 +68,7 @@ MAX_EPOCH = 2**63 - 1
 # ends; a stored epoch past what any token valid now allows is void (see ``epoch_end``).
 EPOCH_PER_MINUTE = 60_000_000
 MAX_ACK_IDS = 1000
+HELD_PER_DID = 4  # listens one DID may hold open at once; a newer one ends the oldest
 HELD_REFRESH = 10.0  # seconds between the store's counts of the bytes waiting (relay-wide)
 CORRESPONDENTS = 100_000  # (sender, recipient) pairs remembered for the friends' lane
 _ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f|]")
@@ -256,6 +257,7 @@ class Relay:
         self._held: tuple[int, int] = (0, 0)
         self._held_at = -HELD_REFRESH
         self._queued_since = 0
+        self._held_by_did: dict[str, list[asyncio.Event]] = {}  # oldest first
         self._cards_by_did = KeyedBuckets(self.limits.card_per_did)
         self._new_cards = KeyedBuckets(self.limits.new_cards, max_keys=1)
 
@@ -410,9 +412,12 @@ class Relay:
     def _since(self) -> int:
         return int(self.clock()) - self.limits.expire_seconds
 
-    async def listen(self, raw: bytes, gone: asyncio.Event | None = None) -> Answer | None:
+    async def listen(self, raw: bytes, gone: asyncio.Event | None = None,
+                     cut: asyncio.Event | None = None) -> Answer | None:
         """``POST <path>/listen`` ``{did, minute, token, epoch, wait}``: waiting messages,
-        at once or when one arrives within ``wait`` seconds. None if the client left."""
+        at once or when one arrives within ``wait`` seconds. None if the client left.
+        ``cut`` set: answer now with what waits (the transport makes room for a newcomer,
+        or the DID holds more than ``HELD_PER_DID`` listens and this is the oldest)."""
         try:
             doc = _object(raw)
             wait = doc.get("wait", self.limits.default_wait)
@@ -420,7 +425,7 @@ class Relay:
                     or not 0 <= wait <= self.limits.max_wait:
                 _malformed(f"wait must be a number of seconds from 0 to {self.limits.max_wait:g}")
             did, epoch = await self._listener(doc)
-            return await self._hold(did, epoch, float(wait), gone)
+            return await self._hold(did, epoch, float(wait), gone, cut or asyncio.Event())
         except Refusal as refusal:
             return refusal.answer()
         except Unstorable as exc:
@@ -428,8 +433,21 @@ class Relay:
         except DatabaseUnavailable:
             return _unavailable()
 
-    async def _hold(self, did: str, epoch: int, wait: float,
-                    gone: asyncio.Event | None) -> Answer | None:
+    async def _hold(self, did: str, epoch: int, wait: float, gone: asyncio.Event | None,
+                    cut: asyncio.Event) -> Answer | None:
+        held = self._held_by_did.setdefault(did, [])
+        held.append(cut)
+        if len(held) > HELD_PER_DID:
+            held[0].set()  # the oldest of this DID's held listens answers now
+        try:
+            return await self._holding(did, epoch, wait, gone, cut)
+        finally:
+            held.remove(cut)
+            if not held:
+                del self._held_by_did[did]
+
+    async def _holding(self, did: str, epoch: int, wait: float, gone: asyncio.Event | None,
+                       cut: asyncio.Event) -> Answer | None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         first = True
@@ -442,19 +460,17 @@ class Relay:
                 if superseded:
                     raise _superseded()
                 left = deadline - loop.time()
-                if found or left <= 0:
+                if found or left <= 0 or cut.is_set():
                     return _ok({"messages": [m.to_json() for m in found], "more": more})
-                if gone is None:
-                    await sub.wait(left)
-                    continue
-                waiter = asyncio.ensure_future(sub.wait(left))
-                leaving = asyncio.ensure_future(gone.wait())
+                waits = [asyncio.ensure_future(sub.wait(left)), asyncio.ensure_future(cut.wait())]
+                if gone is not None:
+                    waits.append(asyncio.ensure_future(gone.wait()))
                 try:
-                    await asyncio.wait((waiter, leaving), return_when=asyncio.FIRST_COMPLETED)
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                 finally:
-                    waiter.cancel()
-                    leaving.cancel()
-                if gone.is_set():
+                    for waiting in waits:
+                        waiting.cancel()
+                if gone is not None and gone.is_set():
                     return None
 
     async def ack(self, raw: bytes) -> Answer:

@@ -13,6 +13,8 @@ from typing import Any
 
 from muretai_cli.errors import InputError
 
+__all__ = ["load", "names", "text"]
+
 
 def names() -> list[str]:
     """Every schema muretai ships, by name (the file name without ``.json``)."""

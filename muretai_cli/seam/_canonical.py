@@ -137,6 +137,15 @@ def canonical_from_json(raw: bytes) -> bytes:
         raise InputError(exc.code, exc.detail) from None
 
 
+def is_number_hazard(value: object) -> bool:
+    """A float whose canonical spelling is Python's own (numberHazards): integral ones
+    (``1.0``, ``-0.0``, ``1e+16``) and exponent forms (``1e-07``), which JavaScript writes
+    otherwise. Ordinary fractional floats (``0.1``) agree across languages and are not."""
+    if not isinstance(value, float):
+        return False
+    return value.is_integer() or "e" in repr(value)
+
+
 def _plainly_signable(value: Any) -> bool:
     """The fast walk: True when every node is a str, bool, None, safe int, dict or list."""
     stack = [value]

@@ -4,10 +4,17 @@
                 must arrive within the request's one head+body deadline)
     server.py   the protocol classes (header deadline, header-size bound, coalesced writes),
                 ``protocol_for``, ``server_config`` (connection admission) and ``bind``
+    serve.py    ``serve_workers``: bind, close the caller's store before a fork, one
+                process or workers (the one start of ``door.serve`` and ``relay.serve``)
+    workers.py  ``run_workers``: forked workers on one port, supervised and restarted
+    rate.py     token buckets per key and per server (the door's and the relay's limits)
 
 Knows nothing of what is served: a server hands it an ASGI app and its limits. Imports
 uvicorn/h11 only from ``server.py``, so a caller pays for them only when it serves.
 """
+
+__all__ = ["IDLE_SECONDS", "MAX_CONNECTIONS", "MAX_PER_CLIENT", "asgi", "children", "rate",
+           "serve", "server", "workers"]
 
 MAX_CONNECTIONS = 1000  # open connections per server (0: no bound)
 MAX_PER_CLIENT = 100  # open connections from one peer address (0: no bound)

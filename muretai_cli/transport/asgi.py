@@ -22,6 +22,13 @@ STARTED = "muretai.request_started"  # scope key: when the server began awaiting
 HAS_QUERY = "muretai.has_query"
 
 
+# scope key: ``holdable(release) -> done``, the server's hook for a request held open (a
+# long-poll): past its connection bound, the server ends the oldest held one by calling its
+# ``release`` (the app answers it at once, and the connection closes after the answer)
+# rather than refuse a newcomer; the app calls ``done()`` when it stops holding.
+HOLDABLE = "muretai.holdable"
+
+
 def has_query(scope: Scope) -> bool:
     """Whether the request-target had a query part, even an empty one."""
     return bool(scope.get("query_string") or scope.get(HAS_QUERY))

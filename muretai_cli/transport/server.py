@@ -8,9 +8,11 @@
 - A response's head and body leave in one ``send`` (``_Coalescing``).
 - Admission (``Admission``): at most ``max_connections`` open connections, at most
   ``max_per_client`` from one peer address. A newcomer past the total evicts the connection
-  idle longest (one waiting for its next request for at least ``EVICT_IDLE_AFTER``); only when
-  none is idle is it refused (503, then close). So idle sockets cannot starve requests, and a
-  flood from one address cannot fill the server.
+  idle longest (one waiting for its next request for at least ``EVICT_IDLE_AFTER``); when none
+  is idle, the request held open longest (a long-poll the app marked through ``HOLDABLE``) is
+  answered at once and its connection closed; only when neither exists is it refused (503,
+  then close). So idle sockets and held long-polls cannot starve requests, and a flood from
+  one address cannot fill the server.
 - A connection waiting for a request (its first, or the next on keep-alive) closes after
   ``idle_seconds``.
 - An answer sent before its request's body was all read (a 404, a 413): the rest of the body
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import h11
@@ -36,7 +39,7 @@ except ImportError:  # pragma: no cover - httptools is optional for uvicorn
     HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
 
 from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
-from muretai_cli.transport.asgi import HAS_QUERY, STARTED
+from muretai_cli.transport.asgi import HAS_QUERY, HOLDABLE, STARTED
 
 if TYPE_CHECKING:
     import socket
@@ -78,6 +81,8 @@ class Admission:
         self.open: set[_Admitted] = set()
         self.per_client: Counter[str] = Counter()
         self.idle: dict[_Admitted, float] = {}  # insertion order: idle longest first
+        # requests held open (long-polls), held longest first, and how to end each now
+        self.holding: dict[_Admitted, Callable[[], None]] = {}
 
     def admit(self, conn: _Admitted, now: float) -> bool:
         """Take ``conn`` in (evicting the longest-idle connection if full), or say no."""
@@ -86,21 +91,33 @@ class Admission:
             return False
         if self.max_connections and len(self.open) >= self.max_connections:
             oldest = next(iter(self.idle.items()), None)
-            if oldest is None or now - oldest[1] < EVICT_IDLE_AFTER:
+            if oldest is not None and now - oldest[1] >= EVICT_IDLE_AFTER:
+                oldest[0].evict()
+            elif self.holding:
+                held, release = next(iter(self.holding.items()))
+                held.end_hold(release)
+            else:
                 return False
-            oldest[0].evict()
         self.open.add(conn)
         self.per_client[client] += 1
         self.idle[conn] = now
         return True
 
     def release(self, conn: _Admitted) -> None:
+        self.holding.pop(conn, None)
         if conn in self.open:
             self.open.discard(conn)
             self.idle.pop(conn, None)
             self.per_client[conn.peer] -= 1
             if self.per_client[conn.peer] <= 0:
                 del self.per_client[conn.peer]
+
+    def hold(self, conn: _Admitted, release: Callable[[], None]) -> None:
+        if conn in self.open:
+            self.holding[conn] = release
+
+    def unhold(self, conn: _Admitted) -> None:
+        self.holding.pop(conn, None)
 
     def busy(self, conn: _Admitted) -> None:
         self.idle.pop(conn, None)
@@ -117,6 +134,7 @@ class _Admitted:
     admission: Admission
     idle_seconds = IDLE_SECONDS
     peer = ""
+    _ending = False  # its held request was ended to make room: close after the answer
     _idle_timer: asyncio.TimerHandle | None = None
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
@@ -144,8 +162,23 @@ class _Admitted:
         self._stop_idle()
         self.admission.busy(self)
 
+    def _holdable(self, release: Callable[[], None]) -> Callable[[], None]:
+        """The ``HOLDABLE`` hook put in each request's scope."""
+        self.admission.hold(self, release)
+        return lambda: self.admission.unhold(self)
+
+    def end_hold(self, release: Callable[[], None]) -> None:
+        """Give this connection's place to a newcomer: its held request is answered now
+        (``release``), and the connection closes once that answer is out."""
+        self._ending = True
+        self.admission.release(self)
+        release()
+
     def _now_waiting(self) -> None:
         """The response is complete and no further request is pending: idle again."""
+        if self._ending:
+            self.transport.close()
+            return
         if not self.transport.is_closing():
             self.admission.waiting(self, self.loop.time())
             self._arm_idle()
@@ -340,6 +373,7 @@ class SlowAwareH11(_Admitted, _JsonRefusals, _HeaderDeadline, H11Protocol):
             self._stop_header_timer()
             if self.scope is not None:  # None: the head was malformed (h11 said 400)
                 self.scope[STARTED] = self._started  # type: ignore[literal-required]
+                self.scope[HOLDABLE] = self._holdable  # type: ignore[literal-required]
 
 
 class SlowAwareHttpTools(_Admitted, _JsonRefusals, _HeaderDeadline, HttpToolsProtocol):
@@ -376,6 +410,7 @@ class SlowAwareHttpTools(_Admitted, _JsonRefusals, _HeaderDeadline, HttpToolsPro
         self._stop_header_timer()
         super().on_headers_complete()
         self.scope[STARTED] = self._started  # type: ignore[literal-required]
+        self.scope[HOLDABLE] = self._holdable  # type: ignore[literal-required]
         if b"?" in self.url:
             self.scope[HAS_QUERY] = True  # type: ignore[literal-required]
         if not self.url.startswith(b"/"):

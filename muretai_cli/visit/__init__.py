@@ -7,3 +7,7 @@
 Nothing here prints; the network is reached only through ``muretai_cli.net`` (loaded
 lazily, so offline checks never import httpx). ``visit`` never imports ``door``.
 """
+
+# The room's public surface: its modules (each imported on first use, never here).
+__all__ = ["card", "dm", "handoff", "join", "offline", "probe", "relay", "remedies", "send",
+           "signposts", "turn", "wba"]

@@ -174,8 +174,8 @@ def org_verdict(doc: object, agent_did: str, now: int, trust: TrustList | None) 
 
 def _envelope_reasons(card: Mapping[str, Any], envelope: object, now: int
                       ) -> tuple[list[Reason], Signature, int | None]:
-    from muretai_cli.offline import card_freshness
     from muretai_cli.seam import verify_served_card
+    from muretai_cli.visit.offline import card_freshness
 
     try:
         opened = verify_served_card(envelope, card, expected_did=str(card["did"]))
@@ -213,8 +213,10 @@ def judge_card(base: BaseUrl, card: object, found: EnvelopeResult, *, now: int,
     elif found.envelope is None:
         why = f" ({found.unsigned_why})" if found.unsigned_why else ""
         if require_signed:
-            reasons.append(error("unsigned-card", f"the card has no signed envelope{why}; "
-                                                  "--require-signed refuses it"))
+            reasons.append(error("unsigned-card", f"the card has no signed envelope{why}, and "
+                                                  "an unsigned card vouches for nothing here "
+                                                  "(anyone on the path could have written "
+                                                  "it)"))
         else:
             reasons.append(warning("unsigned-card", f"the card has no signed envelope{why}"))
         signature = "unsigned"

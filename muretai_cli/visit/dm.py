@@ -33,6 +33,7 @@ from muretai_cli.verdict import Reason, Verdict, error, warning
 from muretai_cli.visit.card import CardCheck
 
 if TYPE_CHECKING:
+    from muretai_cli.artifacts.message import Delegated
     from muretai_cli.home import ConnectionStore, PinStore, TrustList
     from muretai_cli.net import HttpResult, SafeClient
     from muretai_cli.seam import SigningKey
@@ -356,7 +357,8 @@ def check_reply(doc: Mapping[str, Any], *, door_did: str, me: str, sent: Sent, n
 
 def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, now: int,
             connections: ConnectionStore, context_id: str | None = None,
-            reply_to: str | None = None, metadata: Mapping[str, Any] | None = None) -> DmReport:
+            reply_to: str | None = None, metadata: Mapping[str, Any] | None = None,
+            message_key: SigningKey | Delegated | None = None) -> DmReport:
     """Redeem the target's grant if any, then exactly one signed ``message/send`` POST.
 
     A refusal carries what was sent (``data.sent``, ``data.contextId``), so a held message
@@ -371,7 +373,7 @@ def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, n
     from muretai_cli.seam import canonical_bytes
 
     redeemed, grant_facts = redeem(client, key, target, now)
-    message = signed_message(key, to=target.door_did, text=text, now=now,
+    message = signed_message(message_key or key, to=target.door_did, text=text, now=now,
                              context_id=context_id or new_context_id(), reply_to=reply_to,
                              metadata=metadata)
     request = canonical_bytes(build_message_send(message))

@@ -163,9 +163,11 @@ class RelayClient:
             data: dict[str, Any] = {"status": result.status, "relayError": name}
             if result.retry_after is not None:
                 data["retryAfter"] = result.retry_after
+            from muretai_cli.visit.remedies import relay_remedy
+
             raise PeerRefused(name, f"the relay answered {what} with HTTP {result.status}"
                                     + (f": {str(message)[:200]}" if message else ""),
-                              data=data)
+                              hint=relay_remedy(name, result.retry_after), data=data)
         if not isinstance(doc, dict):
             raise Refused("relay-malformed", f"the relay's answer to {what} is not a JSON object")
         return doc

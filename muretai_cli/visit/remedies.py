@@ -3,7 +3,8 @@ and never a diagnosis (a stranger gets a verdict, not advice); the remedy is our
 
 ``door_refusal(...)`` is the one place a door's JSON-RPC error becomes the visitor's error:
 its code, its message and its reason in the text, and the remedy as the hint, so a person at
-a shell reads the same reason a script reads under ``--json``.
+a shell reads the same reason a script reads under ``--json``. A relay names its refusal as
+the error's code itself (``{error, message}``, docs/relay.md); ``relay_remedy`` is its hint.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from muretai_cli.errors import PeerRefused
 
-__all__ = ["REMEDIES", "door_refusal", "remedy_for"]
+__all__ = ["RELAY_REMEDIES", "REMEDIES", "door_refusal", "relay_remedy", "remedy_for"]
 
 _NEW_INVITE = "ask the inviter for a new invite (they run `muretai invite create`)"
 _NEW_GRANT = "ask the door's owner for a new contact grant (`muretai op contact issue`)"
@@ -81,3 +82,31 @@ def door_refusal(what: str, rpc_error: dict[str, Any], *, hint: str | None = Non
     facts.update(data or {})
     remedy = "; ".join(h for h in (remedy_for(reason), hint) if h) or None
     return PeerRefused("door-refused", detail, hint=remedy, data=facts)
+
+
+_CLOCK_LISTEN = ("check this machine's clock: a listen token is signed for the current minute "
+                "and this relay's origin")
+
+# The relay's refusal codes (docs/relay.md) -> a remedy.
+RELAY_REMEDIES: dict[str, str] = {
+    "rate-limited": "the relay counts deposits per minute: wait, then send again",
+    "mailbox-full": "the recipient's mailbox at the relay is full until they fetch it "
+                    "(`op turn-check`): send again later",
+    "too-large": "the sealed message is over the relay's size limit: send a shorter text",
+    "bad-token": _CLOCK_LISTEN,
+    "epoch-ahead": "this machine's clock runs ahead: set it right, then run turn-check again",
+    "stale-card": "the relay holds a card for this DID as new as this one or newer: publish "
+                  "again in a second (`muretai card publish`), which signs a newer one",
+    "bad-card": "the relay could not verify the card envelope: publish it again "
+                "(`muretai card publish --as NAME`)",
+    "id-reused": "that deposit id already names other content: send it as a new message",
+    "unavailable": "the relay cannot take it right now: try again in a moment",
+}
+
+
+def relay_remedy(code: str, retry_after: object = None) -> str | None:
+    """The remedy for a relay's refusal ``code`` (with its Retry-After, when it sent one)."""
+    remedy = RELAY_REMEDIES.get(code)
+    if isinstance(retry_after, int) and not isinstance(retry_after, bool) and remedy:
+        remedy += f" (the relay asks to wait {retry_after} s)"
+    return remedy

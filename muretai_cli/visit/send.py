@@ -24,6 +24,7 @@ from muretai_cli.inbox.ladder import Code
 from muretai_cli.verdict import Reason, warning
 
 if TYPE_CHECKING:
+    from muretai_cli.artifacts.message import Delegated
     from muretai_cli.home import ConnectionStore, PinStore, TrustList
     from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.net import SafeClient
@@ -97,6 +98,8 @@ class Sender:
     trust: TrustList | None = None
     # Headers signing each request to a door (Web Bot Auth, ``--wba``); relays are not signed.
     signer: Callable[[str], Mapping[str, str]] | None = None
+    # What signs the messages: the op key for the root after ``id rotate`` (None: ``key``).
+    message_key: SigningKey | Delegated | None = None
     # The identity's name, for the command a warning gives (``card publish --as NAME``).
     name: str | None = None
 
@@ -236,7 +239,8 @@ def _knock(sender: Sender, target: Target, text: str, context_id: str | None,
         with sender.client() as client:
             report = deliver(sender.key, target, text, client=client, now=sender.now,
                              connections=sender.connections, context_id=context_id,
-                             reply_to=reply_to, metadata=metadata)
+                             reply_to=reply_to, metadata=metadata,
+                             message_key=sender.message_key)
     except PeerRefused as exc:
         sent = exc.data.get("sent")
         if not isinstance(sent, str):
@@ -280,7 +284,8 @@ def _deposit(sender: Sender, card: RelayCard, text: str, context_id: str | None,
         raise Refused("unreachable-identity", f"the card of {card.did} names no relay and "
                                               "enc_pub to deposit with")
     relay = RelayClient(card.relay, sender.client_for, timeout=sender.timeout)
-    message = signed_message(sender.key, to=card.did, text=text, now=sender.now,
+    message = signed_message(sender.message_key or sender.key, to=card.did, text=text,
+                             now=sender.now,
                              context_id=context_id or new_context_id(), reply_to=reply_to,
                              metadata=metadata)
     request = build_message_send(message)

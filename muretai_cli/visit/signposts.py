@@ -120,8 +120,9 @@ class McpCard:
 def parse_mcp_card(raw: bytes) -> McpCard:
     """``/.well-known/mcp.json`` (or an MCP server card) through the parse boundary.
 
-    Endpoints are read from ``endpoint``, ``url`` and ``remotes[].url``; the card is open
-    when ``authentication.required`` is false or ``auth`` is ``"none"``. ``InputError``:
+    Endpoints are read from ``endpoint``, ``url``, ``transport.url``/``endpoint`` and
+    ``remotes[].url``/``transports[].url``; the card is open when ``authentication`` is
+    null, ``authentication.required`` is false or ``auth`` is ``"none"``. ``InputError``:
     ``malformed-mcp-card`` (not a JSON object, BOM, too deep …), ``mcp-card-no-endpoint``."""
     from muretai_cli.seam import parse_document
 
@@ -131,20 +132,22 @@ def parse_mcp_card(raw: bytes) -> McpCard:
         raise InputError("malformed-mcp-card", f"{exc.code}: {exc.detail}") from None
     if not isinstance(doc, dict):
         raise InputError("malformed-mcp-card", "an MCP server card is a JSON object")
-    found: list[str] = []
-    for key in ("endpoint", "url"):
-        if isinstance(doc.get(key), str):
-            found.append(doc[key])
-    remotes = doc.get("remotes")
-    if isinstance(remotes, list):
-        found += [r["url"] for r in remotes[:16]
-                  if isinstance(r, dict) and isinstance(r.get("url"), str)]
+    found: list[str] = [doc[k] for k in ("endpoint", "url") if isinstance(doc.get(k), str)]
+    transport = doc.get("transport")
+    if isinstance(transport, dict):
+        found += [transport[k] for k in ("url", "endpoint") if isinstance(transport.get(k), str)]
+    for key in ("remotes", "transports"):
+        listed = doc.get(key)
+        if isinstance(listed, list):
+            found += [r["url"] for r in listed[:16]
+                      if isinstance(r, dict) and isinstance(r.get("url"), str)]
     endpoints = tuple(dict.fromkeys(e[:2048] for e in found))
     if not endpoints:
         raise InputError("mcp-card-no-endpoint", "the MCP server card names no endpoint "
                                                  "(endpoint, url or remotes[].url)")
     auth = doc.get("authentication")
-    is_open = (isinstance(auth, dict) and auth.get("required") is False) \
+    is_open = ("authentication" in doc and auth is None) \
+        or (isinstance(auth, dict) and auth.get("required") is False) \
         or doc.get("auth") == "none" or (isinstance(doc.get("auth"), dict)
                                          and doc["auth"].get("type") == "none")
     name = doc.get("name") if isinstance(doc.get("name"), str) else None

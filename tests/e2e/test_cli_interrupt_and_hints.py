@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -130,3 +131,24 @@ def test_join_on_a_used_up_invite_says_its_reason_and_remedy_in_text() -> None:
         assert doc["reason"] == "invite-used-up"
         assert doc["rpcError"]["data"]["reason"] == "invite-used-up"
         assert doc["hint"].startswith("the invite has no uses left")
+
+
+def test_a_relay_s_refusal_says_its_code_and_remedy_in_text(tmp_path: Path) -> None:
+    from muretai_cli.cli._visitout import client_for
+    from muretai_cli.seam import sign_card_envelope
+    from muretai_cli.visit.relay import RelayClient
+
+    with live_relay(tmp_path / "relay.sqlite3") as relay:
+        new_identity("me")
+        assert run("id", "relay", "me", relay.url).exit_code == 0
+        key = KeyStore(keys_dir()).load("me").signing_key()
+        card = {"did": key.did, "name": "me", "url": "", "relay": relay.url,
+                "enc_pub": key.enc_pub}
+        # a card signed a minute ahead is held; the one `card publish` signs now is older
+        RelayClient(relay.url, client_for).publish(
+            sign_card_envelope(key, card, int(time.time()) + 60))
+        result = run("card", "publish", "--as", "me")
+        assert result.exit_code == 4
+        assert "error: stale-card: the relay answered a card with HTTP 409" in result.stderr
+        assert "hint: the relay holds a card for this DID as new as this one or newer" \
+            in result.stderr

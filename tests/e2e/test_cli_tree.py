@@ -10,6 +10,7 @@ import pytest
 
 from muretai_cli.cli import _REGISTER, _invoked, build_app
 from tests.cli_helpers import new_identity, run
+from tests.repo_files import ROOT
 
 
 def test_help_lists_every_top_level_command() -> None:
@@ -69,7 +70,11 @@ def test_usage_errors_under_json_are_one_json_document(argv: list[str]) -> None:
 def test_exit_codes_pass_through_under_json() -> None:
     proc = subprocess.run([sys.executable, "-m", "muretai_cli", "did", "resolve", "bad",
                            "--json"], capture_output=True, text=True, check=False)
-    assert proc.returncode == 1 and '"bad-did"' in proc.stdout
+    assert proc.returncode == 2 and '"bad-did"' in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "muretai_cli", "conventions", "lint",
+                           "examples/conventions-broken.json", "--json"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and json.loads(proc.stdout)["ok"] is False
 
 
 # ---- naming the identity: --as anywhere, MURETAI_AS, help without an identity --------------
@@ -204,7 +209,7 @@ def test_shell_completion_is_enabled() -> None:
 
 
 def test_times_for_people_carry_their_zone() -> None:
-    from muretai_cli.cli._out import when
+    from muretai_cli.cli._text import when
 
     assert when(1_800_000_000) == "2027-01-15 08:00:00 UTC"
     assert when(None) == "-" and when(0) == "-" and when("x") == "?" and when(True) == "?"

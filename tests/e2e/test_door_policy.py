@@ -129,8 +129,10 @@ def test_quarantine_holds_then_owner_decides() -> None:
         later = door.rpc(send_request(alice, door.did, "second"))
         assert code_of(later) == -32014 and later["error"]["data"]["requestId"] == rid
         code, listed = run_json("op", "--as", "door", "requests", "list")
-        # the later one is held too (issue 12: not dropped without a word)
-        assert code == 0 and [r["text"] for r in listed["requests"]] == ["first contact",
+        # the later one is held too (issue 12: not dropped without a word), under the one
+        # request of its sender (issue 22 item 4)
+        assert code == 0 and len(listed["requests"]) == 1
+        assert [m["text"] for m in listed["requests"][0]["messages"]] == ["first contact",
                                                                           "second"]
         assert listed["requests"][0]["id"] == rid
         assert run("op", "--as", "door", "requests", "approve", rid).exit_code == 0

@@ -89,17 +89,26 @@ def test_a_card_that_fails_vouches_for_nothing(site: tuple[HostileSite, str],
         assert entry_codes(report(out)) == ["card-refused"], name
 
 
-def test_unsigned_card_vouches_with_a_warning(site: tuple[HostileSite, str],
-                                              tmp_path: Path) -> None:
+def test_an_unsigned_card_vouches_only_when_allowed_by_name(site: tuple[HostileSite, str],
+                                                            tmp_path: Path) -> None:
     hostile, base = site
     doc = meta({"kind": "dm", "to": hostile.did("unsigned")})
     out = check(write(tmp_path, doc), "--origin", f"{base}/unsigned", "--json")
-    assert out.exit_code == 0
-    reasons = report(out)["entries"][0]["reasons"]
+    assert out.exit_code == 1, "signed is the default"
+    assert entry_codes(report(out)) == ["card-refused"]
+    assert "--allow-unsigned-card" in out.stderr
+    allowed = check(write(tmp_path, doc), "--origin", f"{base}/unsigned",
+                    "--allow-unsigned-card", "--json")
+    assert allowed.exit_code == 0
+    reasons = report(allowed)["entries"][0]["reasons"]
     assert [r["code"] for r in reasons] == ["vouched-by-unsigned-card"]
+    assert "UNSIGNED card (--allow-unsigned-card)" in allowed.stderr
     strict = check(write(tmp_path, doc), "--origin", f"{base}/unsigned", "--require-signed",
                    "--json")
-    assert strict.exit_code == 1
+    assert strict.exit_code == 1, "--require-signed, the default, is still accepted"
+    both = check(write(tmp_path, doc), "--origin", f"{base}/unsigned", "--require-signed",
+                 "--allow-unsigned-card")
+    assert both.exit_code == 2
 
 
 def test_prose_and_structured_content_never_create_entries(site: tuple[HostileSite, str],
@@ -250,6 +259,11 @@ def test_offline_with_a_given_card(site: tuple[HostileSite, str], tmp_path: Path
     assert report(signed)["card"]["signature"] == "verified"
     unsigned = check(doc, "--origin", f"{base}/good", "--offline", "--card",
                      write(tmp_path, plain, "plain.json"), "--json")
+    assert unsigned.exit_code == 1, "a plain --card vouches for nothing by default"
+    assert report(unsigned)["card"]["signature"] == "unsigned"
+    assert entry_codes(report(unsigned)) == ["card-refused"]
+    unsigned = check(doc, "--origin", f"{base}/good", "--offline", "--card",
+                     write(tmp_path, plain, "plain.json"), "--allow-unsigned-card", "--json")
     assert unsigned.exit_code == 0
     assert report(unsigned)["card"]["signature"] == "unsigned"
     forged = dict(env)

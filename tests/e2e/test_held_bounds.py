@@ -128,3 +128,24 @@ def test_the_bounds_hold_over_processes_racing(backend: str) -> None:
     finally:
         for c in conns:
             c.close()
+
+
+@pytest.mark.usefixtures("small")
+def test_requests_list_shows_one_request_per_stranger_whatever_it_sent() -> None:
+    from tests.cli_helpers import run, run_json
+
+    with local_door("quarantine") as door:
+        stranger, other = SigningKey.generate(), SigningKey.generate()
+        for i in range(5):
+            assert code_of(door.rpc(send_request(stranger, door.did, f"s{i}"))) == -32014
+        assert code_of(door.rpc(send_request(other, door.did, "o0"))) == -32014
+        code, listed = run_json("op", "--as", "door", "requests", "list")
+        assert code == 0
+        assert [(r["from"], [m["text"] for m in r["messages"]]) for r in listed["requests"]] \
+            == [(stranger.did, ["s0", "s1", "s2"]), (other.did, ["o0"])]
+        first = listed["requests"][0]["id"]
+        assert run("op", "--as", "door", "requests", "approve", first).exit_code == 0
+        code, inbox = run_json("op", "--as", "door", "inbox")
+        assert sorted(m["text"] for m in inbox["messages"]) == ["s0", "s1", "s2"]
+        code, listed = run_json("op", "--as", "door", "requests", "list")
+        assert [r["from"] for r in listed["requests"]] == [other.did]

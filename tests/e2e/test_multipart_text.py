@@ -16,8 +16,8 @@ import pytest
 
 from muretai_cli.artifacts.message import build_message, build_message_send, envelope_of
 from muretai_cli.inbox.store import IdentityStore
-from muretai_cli.offline import check_message
 from muretai_cli.seam import SigningKey, canonical_bytes, seal_box, sign_envelope
+from muretai_cli.visit.offline import check_message
 from muretai_cli.visit.relay import ListenAnswer, Waiting
 from muretai_cli.visit.turn import TurnCheck
 from tests.door_helpers import code_of, local_door

@@ -185,6 +185,12 @@ def test_an_open_mcp_server_needs_no_token_and_the_unsigned_card_is_noted() -> N
         report = run_probe(s)
         assert kinds(report)[0] == ["card", "mcp"]
         assert any("AWR-7" in n for n in report.notes)
+        s.routes["/.well-known/mcp.json"] = (200, JSON, json.dumps(
+            {"transport": {"url": s.base + "/mcp"}, "authentication": None}).encode())
+        assert kinds(run_probe(s))[0] == ["card", "mcp"]
+        s.routes["/.well-known/mcp.json"] = (200, JSON, json.dumps(
+            {"transports": [{"url": s.base + "/mcp"}], "authentication": {}}).encode())
+        assert kinds(run_probe(s))[1]["mcp"] == "mcp-needs-token"
 
 
 def test_a_slow_step_is_a_note_within_one_deadline() -> None:
@@ -227,3 +233,9 @@ def test_cli_exit_codes_json_and_the_address_rule() -> None:
         text = _cli(s.base, "--allow-private")
         assert text.returncode == 0 and "1. card" in text.stdout
         assert _cli(s.base, "--allow-private", "--key", "nobody").returncode == 2
+
+
+def test_nothing_answering_is_unreachable_not_no_way_in() -> None:
+    got = _cli("http://127.0.0.1:1", "--allow-private", "--json", "--timeout", "5")
+    assert got.returncode == 3, got.stderr
+    assert json.loads(got.stdout)["ok"] is False

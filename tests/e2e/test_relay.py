@@ -347,10 +347,9 @@ def test_a_held_poll_whose_client_left_stops_holding(live: LiveRelay) -> None:
     wait_until(lambda: live.relay.notifier.listeners() == 0, "no poll is held", timeout=5)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("bound", ["max_connections", "max_per_client"])
-def test_held_polls_count_against_the_connection_bounds(tmp_path: Path, bound: str) -> None:
+def test_held_polls_count_against_the_per_client_bound(tmp_path: Path) -> None:
     alice, bob, carol = _keys(3)
-    with live_relay(tmp_path / "r.sqlite3", **{bound: 1}) as relay:  # type: ignore[arg-type]
+    with live_relay(tmp_path / "r.sqlite3", max_per_client=1) as relay:
         held = _held_poll(relay, bob)
         # a held poll is a request in flight: never evicted as idle, so the newcomer is refused
         resp = relay.deposit(alice, carol)
@@ -358,6 +357,22 @@ def test_held_polls_count_against_the_connection_bounds(tmp_path: Path, bound: s
         held.close()
         wait_until(lambda: relay.relay.notifier.listeners() == 0, "no poll is held", timeout=5)  # type: ignore[attr-defined]
         wait_until(lambda: relay.deposit(alice, carol).status_code == 200, "a deposit for carol is taken", timeout=5)
+
+
+def test_a_held_poll_gives_its_place_in_the_total_bound(tmp_path: Path) -> None:
+    """Past --max-connections with no idle connection, the poll held longest is answered
+    at once (nothing waits) and closed, and the newcomer is served (issue 22 §3)."""
+    alice, bob, carol = _keys(3)
+    with live_relay(tmp_path / "r.sqlite3", max_connections=1) as relay:
+        held = _held_poll(relay, bob)
+        resp = relay.deposit(alice, carol)
+        assert resp.status_code == 200, resp.text
+        answer = b""
+        while chunk := held.recv(65536):
+            answer += chunk
+        held.close()
+        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(
+            b'{"messages":[],"more":false}')
 
 
 def test_an_idle_connection_gives_its_place_to_a_request(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_a_live_door_of_ours_passes_everything() -> None:
     got = statuses(report)
     assert report.ok
     for check in ("card", "card-alias", "signature", "origin", "fresh", "door", "door-signed",
-                  "cors"):
+                  "cors", "terms", "door-terms", "signpost", "catch-all"):
         assert got[check] == "PASS", (check, report.finding(check).detail)
     assert not [c for c, s in got.items() if s in RED], got
     assert "score" not in json.dumps(report.to_json()).lower()

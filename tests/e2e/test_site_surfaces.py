@@ -76,9 +76,13 @@ def test_absent_facts_say_so() -> None:
     assert facts["markdown"].facts["served"] is False
 
 
-def test_a_catch_all_server_establishes_no_fact() -> None:
+@pytest.mark.parametrize("answer", [
+    (200, {"content-type": "text/html"}, b"<html><body>app</body></html>"),
+    (200, JSON, b'{"endpoint": "https://anything.example/", "skills": []}'),  # JSON for all
+])
+def test_a_catch_all_server_establishes_no_fact(answer: Any) -> None:
     with fixture_site() as site:
-        site.catch_all = True
+        site.catch_all, site.catch_all_answer = True, answer
         report = _check(site)
     facts = {f.check: f for f in report.findings}
     assert facts["catch-all"].status == "WARN"

@@ -134,3 +134,12 @@ def test_a_nul_in_ack_ids_on_postgresql_is_a_400(pg_url: str) -> None:
         # The relay goes on serving the same mailbox.
         assert relay.ack(bob, ["no-such-id"]).status_code == 200
     RelayStore.open(pg_url).close()
+
+
+def test_a_file_write_the_disk_refuses_is_storage_unavailable_not_the_files_fault() -> None:
+    # A new identity's key file cannot grow past 16 bytes: EFBIG, not a wrong path or mode.
+    done = subprocess.run(limited(16, "id", "new", "carol"), capture_output=True, text=True,
+                          cwd=ROOT, env=os.environ.copy(), timeout=60, check=False)
+    assert done.returncode == 3, done.stderr
+    assert "storage-unavailable" in done.stderr and "unwritable" not in done.stderr
+    assert "Traceback" not in done.stderr

@@ -14,7 +14,6 @@ import pytest
 
 from muretai_cli.home import PinStore
 from muretai_cli.net import SafeClient
-from muretai_cli.offline import check_card_envelope
 from muretai_cli.seam import (
     SigningKey,
     envelope_freshness,
@@ -25,6 +24,7 @@ from muretai_cli.seam import (
 from muretai_cli.seam import _limits as limits
 from muretai_cli.site import check_site, site_base
 from muretai_cli.visit.card import fetch_card
+from muretai_cli.visit.offline import check_card_envelope
 from tests.repo_files import ROOT
 from tests.site_fixture import FixtureSite, fixture_site
 

@@ -56,7 +56,10 @@ CASES: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], Code, str]] =
              Code.TEXT_TOO_LARGE, "text-too-large"),
     "keyless walk-in": (_no_envelope, Code.SIGNATURE, "no-envelope"),
     "six fields": (lambda p: {**p, "message": {**p["message"], "metadata": {
-        **_meta(p), "timestamp": float(NOW)}}}, Code.SIGNATURE, "float-in-payload"),
+        **_meta(p), "timestamp": [NOW]}}}, Code.SIGNATURE, "malformed-field"),
+    # a float is verified as received (issue 21.3): signed as an int, it cannot be verified
+    "number hazard": (lambda p: {**p, "message": {**p["message"], "metadata": {
+        **_meta(p), "timestamp": float(NOW)}}}, Code.CANNOT_VERIFY, "cannot-verify"),
     "recipient": (lambda p: params(to=OTHER.did), Code.NOT_FOR_ME, "wrong-recipient"),
     "freshness": (lambda p: params(ts=NOW - MESSAGE_WINDOW - 1),
                   Code.REPLAY_OR_STALE, "stale"),

@@ -9,8 +9,8 @@ import base58
 import pytest
 from typer.testing import CliRunner, Result
 
+from muretai_cli.artifacts.diddoc import describe_did
 from muretai_cli.cli import app
-from muretai_cli.did import describe_did
 from muretai_cli.seam import SMALL_ORDER_ENCODINGS, SigningKey, did_from_public
 from tests.repo_files import cases
 
@@ -108,9 +108,9 @@ def test_p256_warns(wire_vectors: dict[str, Any]) -> None:
     (HONEST + "0", "not base58btc"),
     ("did:key:z" + "2" * 513, "at most 512"),
 ])
-def test_malformed_did_exits_1_with_the_reason(did: str, says: str) -> None:
+def test_malformed_did_exits_2_with_the_reason(did: str, says: str) -> None:
     result = run(did)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output   # unreadable input, as `op dm` says it
     assert result.stdout == ""
     assert "bad-did" in result.stderr and says in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -122,12 +122,12 @@ def test_hundred_thousand_character_did_is_quick_and_clean(b58_decoded: list[int
     did = "did:key:z" + "6Mk" * 33_334
     result = run(did)
     assert b58_decoded == [], "refused by its length, before any decoding"
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "at most 512" in result.stderr
     assert len(result.stderr) < 400  # the DID is not echoed back
 
 
 def test_terminal_controls_in_a_did_do_not_reach_the_terminal() -> None:
     result = run("did:key:z\x1b[31m")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "\x1b" not in result.output

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from muretai_cli.artifacts.grant import mint_grant
 from muretai_cli.cli import app
-from muretai_cli.durations import parse_duration, parse_seconds
+from muretai_cli.cli._durations import parse_duration, parse_seconds
 from muretai_cli.errors import InputError
 from muretai_cli.seam import SigningKey
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from muretai_cli.cli._out import JsonList, emit_json
+from muretai_cli.cli._json import JsonList, emit_json
 
 
 def _expected(doc: dict[str, object], capsys: pytest.CaptureFixture[str]) -> str:

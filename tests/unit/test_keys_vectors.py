@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from muretai_cli import conformance_keys
+from muretai_cli.conformance import keys as conformance_keys
 from muretai_cli.conformance import run_conformance
 
 GROUPS = {"binding": 2, "bindingV2": 5, "ownerState": 7, "invite": 2, "reject.invite": 2,

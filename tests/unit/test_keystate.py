@@ -27,7 +27,7 @@ from muretai_cli.artifacts.keystate import (
     verify_keystate,
     verify_pin,
 )
-from muretai_cli.conformance_keys import reject_keystate
+from muretai_cli.conformance.keys import reject_keystate
 from muretai_cli.errors import MuretaiError, Refused
 from muretai_cli.seam import SigningKey
 

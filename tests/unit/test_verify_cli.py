@@ -75,13 +75,13 @@ def test_freshness_both_directions(pair: tuple[str, str], offset: int, code: str
     assert ok_code == 0
 
 
-def test_float_timestamp_is_float_in_payload(pair: tuple[str, str]) -> None:
+def test_an_integral_float_signed_as_an_int_cannot_be_verified(pair: tuple[str, str]) -> None:
     _, bob = pair
     req = json.loads(_signed(bob))
     req["params"]["message"]["metadata"]["timestamp"] += 0.0
     code, doc = run_json("verify", "message", "-", "--to", bob, input=json.dumps(req))
     assert code == 1
-    assert doc["results"][0]["reasons"][0]["code"] == "float-in-payload"
+    assert doc["results"][0]["reasons"][0]["code"] == "cannot-verify"
 
 
 def test_non_text_part_is_refused(pair: tuple[str, str]) -> None:
@@ -442,7 +442,7 @@ def test_a_batch_holds_no_item_it_has_already_reported(
         fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     import weakref
 
-    from muretai_cli.cli._out import render_batch, result_of
+    from muretai_cli.cli._batch import render_batch, result_of
 
     refs: list[weakref.ref[_Item]] = []
 
@@ -467,7 +467,7 @@ def test_a_batch_holds_no_item_it_has_already_reported(
 
 def test_the_streamed_json_report_is_the_document_emit_json_writes(
         pair: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
-    from muretai_cli.cli._out import emit_json
+    from muretai_cli.cli._json import emit_json
 
     _, bob = pair
     warned = json.loads(_signed(bob, "w\u202eu\U000e0041"))

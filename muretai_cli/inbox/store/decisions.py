@@ -46,7 +46,21 @@ class Decisions(StoreBase):
         return SenderView(status, valid, bool(rows), str(held[0]) if held else None)
 
 
+    def request_list(self, *, all_: bool = False) -> list[dict[str, Any]]:
+        """One entry per request (a stranger awaiting a decision, or one decision with
+        ``all_``), oldest first, whatever the stranger sent: its first message's fields and
+        id, and ``messages``, every message kept under it (what approving delivers)."""
+        grouped: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for row in self.requests(all_=all_):
+            key = (row["from"], row["status"], row["decided"])
+            entry = grouped.setdefault(key, {**row, "messages": []})
+            entry["messages"].append({k: row[k] for k in (
+                "messageId", "contextId", "text", "timestamp", "received", "damaged")})
+            entry["damaged"] = entry["damaged"] or row["damaged"]
+        return list(grouped.values())
+
     def requests(self, *, all_: bool = False) -> list[dict[str, Any]]:
+        """Every message held (or, with ``all_``, decided), each its own row, oldest first."""
         rows = self.db.all(
             "SELECT id, sender, message_id, context_id, text, sent, received, status, decided, "
             "wba FROM requests WHERE status='held' OR ?=1 ORDER BY received, seq", (int(all_),))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from muretai_cli.artifacts.message import envelope_of
+from muretai_cli.artifacts.message import envelope_of, message_of
 from muretai_cli.errors import MuretaiError
 from muretai_cli.seam import (
     ENVELOPE_MAX_AGE,
@@ -18,6 +18,7 @@ from muretai_cli.seam import (
     check_fresh,
     envelope_freshness,
     open_card_envelope,
+    timestamp_seconds,
     verify_envelope,
 )
 from muretai_cli.urls import BaseUrl, same_base
@@ -37,19 +38,35 @@ def check_message(doc: object, *, to_did: str, now: int,
     shape = _door_shape(doc)
     if shape is not None:
         return Verdict.of("message", [shape])
+    notes: list[Reason] = []
     try:
         env = envelope_of(doc)
-        fields = verify_envelope(env, to_did=to_did)
+        inline = (message_of(doc).get("metadata") or {}).get("keystate")
+        signer = None
+        if inline is not None and isinstance(env.get("from"), str):
+            from muretai_cli.artifacts.keystate import message_signer
+
+            signer = message_signer(env["from"], inline, None, now=now).signer_did
+            notes.append(warning("op-key", f"signed by the op key {signer}, which the attached "
+                                 "KeyState delegates; judged as a first contact (no pin "
+                                 "here): a receiver that pinned a later record may refuse it"))
+        fields = verify_envelope(env, to_did=to_did, signer=signer)
     except MuretaiError as exc:
         return _failed("message", exc)
+    stamp = fields["timestamp"]
     facts = {"from": fields["from"], "to": fields["to"], "messageId": fields["messageId"],
-             "contextId": fields["contextId"], "timestamp": fields["timestamp"],
-             "text": fields["text"]}
+             "contextId": fields["contextId"], "timestamp": stamp, "text": fields["text"]}
     try:
-        check_fresh(fields["timestamp"], now, window)
+        check_fresh(stamp, now, window)
     except MuretaiError as exc:
         return _failed("message", exc, facts)
-    return Verdict.of("message", unsigned_warnings(doc), facts)
+    notes += unsigned_warnings(doc)
+    if isinstance(stamp, float):  # verified as received; never emitted as a float
+        facts["timestamp"] = timestamp_seconds(stamp)
+        notes.insert(0, warning("float-timestamp", f"the signed timestamp is the float "
+                                f"{stamp!r}: it verified over Python's spelling of it, which "
+                                "not every verifier can reproduce; sign integer seconds"))
+    return Verdict.of("message", notes, facts)
 
 
 def _door_shape(doc: object) -> Reason | None:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from muretai_cli.conformance_keys import RUNNERS as KEY_RUNNERS
-from muretai_cli.conformance_keys import refused_with
-from muretai_cli.conformance_web import RUNNERS as WEB_RUNNERS
-from muretai_cli.conformance_web import is_wba_file
+from muretai_cli.conformance.keys import RUNNERS as KEY_RUNNERS
+from muretai_cli.conformance.keys import refused_with
+from muretai_cli.conformance.web import RUNNERS as WEB_RUNNERS
+from muretai_cli.conformance.web import is_wba_file
 from muretai_cli.errors import MuretaiError
 from muretai_cli.seam import (
     SigningKey,
@@ -35,6 +35,8 @@ from muretai_cli.seam import (
     verify_relay_send,
 )
 from muretai_cli.urls import parse_base_url
+
+__all__ = ["GroupResult", "Status", "keys", "missing_groups", "run_conformance", "web"]
 
 Status = Literal["passed", "failed", "skipped"]
 _NOT_GROUPS = {"note", "protocolVersion", "canonicalSpec", "timestampNote", "numberHazardNote",

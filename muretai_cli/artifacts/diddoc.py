@@ -64,3 +64,28 @@ def describe_did(did: str) -> dict[str, Any]:
         warnings.append("not-ed25519: a P-256 did:key never verifies a muretai signature")
     return {"did": did, "curve": curve, "publicKeyHex": public.hex(),
             "publicKeyMultibase": key_mb, "didDocument": document, "warnings": warnings}
+
+
+FINGERPRINT_LABEL = b"muretai fingerprint v1\x00"
+
+
+def fingerprint(did: str) -> str:
+    """A short string a person can read aloud to check a DID out of band: the first 80
+    bits of SHA-256(label || the key's multicodec-prefixed bytes), base32 (RFC 4648: A-Z,
+    2-7, no 0/1/8/9 to confuse), in four groups of four, e.g. ``K7QD-2MXA-PZ4N-XW3B``.
+    Raises ``Refused('bad-did')`` for a DID the codec refuses."""
+    import base64
+    import hashlib
+
+    public_from_did(did)  # refuses what is not a did:key
+    raw = base58.b58decode(did[len("did:key:z"):])
+    text = base64.b32encode(hashlib.sha256(FINGERPRINT_LABEL + raw).digest()[:10]).decode()
+    return "-".join(text[i:i + 4] for i in range(0, 16, 4))
+
+
+def same_fingerprint(given: str, did: str) -> bool:
+    """Whether ``given`` (any case, spaces or dashes anywhere) is ``did``'s fingerprint."""
+    import hmac
+
+    tidy = "".join(ch for ch in given.upper() if ch not in " -")
+    return hmac.compare_digest(tidy.encode(), fingerprint(did).replace("-", "").encode())
