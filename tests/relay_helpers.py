@@ -28,6 +28,7 @@ from muretai_cli.seam import (
 )
 from muretai_cli.transport.server import bind, server_config
 from muretai_cli.urls import parse_base_url
+from muretai_cli.visit.relay import ListenAnswer, Waiting
 from tests.servers import run_uvicorn
 
 T = TypeVar("T")
@@ -164,3 +165,23 @@ def fill_mailbox(relay_db: Path, bob: SigningKey, count: int) -> dict[str, str]:
     finally:
         store.close()
     return texts
+
+
+class OneAnswer:
+    """A relay client (for ``TurnCheck``, no relay behind it) that lists some deposits once, then nothing; records what is acked."""
+
+    def __init__(self, items: list[Waiting]) -> None:
+        self.items = items
+        self.acked: list[str] = []
+
+    def listen(self, key: SigningKey, *, epoch: int, wait: int) -> ListenAnswer:
+        items, self.items = self.items, []
+        return ListenAnswer(items, False)
+
+    def ack(self, key: SigningKey, *, epoch: int, ids: list[str]) -> int:
+        self.acked += ids
+        return len(ids)
+
+    @contextmanager
+    def kept_alive(self) -> Iterator[None]:
+        yield
