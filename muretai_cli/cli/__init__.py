@@ -179,6 +179,12 @@ def _add_doctor(app: typer.Typer) -> None:
     app.command("doctor")(_doctor.doctor)
 
 
+def _add_mcp(app: typer.Typer) -> None:
+    from muretai_cli.cli import _mcp
+
+    app.command("mcp")(_mcp.mcp)
+
+
 def _add_demo(app: typer.Typer) -> None:
     from muretai_cli.cli import _demo
 
@@ -208,6 +214,7 @@ _REGISTER: dict[str, Callable[[typer.Typer], None]] = {
     "invite": _add_invite,
     "join": _add_join,
     "doctor": _add_doctor,
+    "mcp": _add_mcp,
     "demo": _add_demo,
 }
 

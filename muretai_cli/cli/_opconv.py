@@ -279,27 +279,15 @@ def policy(
 def connections(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Peers and how each is reached (door URL or relay), with the last message either way."""
     from muretai_cli.cli._acting import op_identity
-    from muretai_cli.cli._opdoor import op_store
-    from muretai_cli.home import ConnectionStore
+    from muretai_cli.cli._opdoor import CHECKED, op_store
+    from muretai_cli.inbox.connections import connection_rows
 
     ident = op_identity(ctx)
     store = op_store(ctx)
     try:
-        peers = {p["did"]: p for p in store.peers_summary()}
+        rows = connection_rows(ident.did, store)
     finally:
         store.close()
-    for conn in ConnectionStore(ident.did).all():
-        peers.setdefault(conn.did, {"did": conn.did, "lastMessage": None}).update(
-            {**conn.to_json(), "door": conn.endpoint})
-    from muretai_cli.cli._opdoor import CHECKED, checked_peers
-
-    checked = checked_peers(ctx)
-    for did in checked:  # a peer checked out of band is one you know, written to or not
-        peers.setdefault(did, {"did": did, "lastMessage": None})
-    rows = [peers[k] for k in sorted(peers)]
-    for row in rows:
-        row["reachedBy"] = "door" if row.get("door") else "relay" if row.get("relay") else None
-        row["checkedOutOfBand"] = row["did"] in checked
     if json_out:
         emit_json({"ok": True, "as": ident.name, "did": ident.did, "connections": rows})
         return
