@@ -9,7 +9,9 @@
     workers.py  ``run_workers``: forked workers on one port, supervised and restarted
     rate.py     token buckets per key and per server (the door's and the relay's limits)
 
-Knows nothing of what is served: a server hands it an ASGI app and its limits. Imports
+Knows nothing of what is served: a server hands it an ASGI app and its limits. Of the
+project it imports only itself and the error family (``errors.py`` imports nothing of the
+project, so every layer may raise it: a bind that fails is an ``InputError``). Imports
 uvicorn/h11 only from ``server.py``, so a caller pays for them only when it serves.
 """
 
