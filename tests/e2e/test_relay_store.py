@@ -6,7 +6,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
+from muretai_cli.relay.core import Relay
+from muretai_cli.relay.limits import RelayConfig, RelayLimits
 from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import SigningKey
 from muretai_cli.urls import parse_base_url
