@@ -248,12 +248,14 @@ class _JsonRefusals:
             self.transport.close()
 
 
-class _HeaderDeadline:
+class _HeaderDeadline(_JsonRefusals):
     """The deadline for a request's line and headers, one for both protocol classes: armed
     while a connection waits for a request head, cancelled once the head is complete; past
-    it, 408 and close. Each protocol says when it is waiting (``_awaiting_head``)."""
+    it, 408 and close. Each protocol says when it is waiting (``_awaiting_head``). And the
+    head's size bound, counted over every read of it (``_head_too_large``)."""
 
     header_seconds = 10.0
+    _header_bytes = 0
     _header_timer: asyncio.TimerHandle | None = None
     _drain_timer: asyncio.TimerHandle | None = None
     _started = 0.0
@@ -262,6 +264,17 @@ class _HeaderDeadline:
 
     def _awaiting_head(self) -> bool:
         raise NotImplementedError
+
+    def _head_too_large(self, data: bytes) -> bool:
+        """Count ``data``, read while a head is awaited, against ``MAX_HEADER_BYTES``; past
+        it, 400 and close (True: drop ``data``)."""
+        end = data.find(b"\r\n\r\n")
+        self._header_bytes += len(data) if end < 0 else end
+        if self._header_bytes <= MAX_HEADER_BYTES:
+            return False
+        self._stop_header_timer()
+        self._refuse(_HEAD_TOO_LARGE_400)
+        return True
 
     def _arm_header_timer(self) -> None:
         if self._header_timer is None and not self.transport.is_closing():
@@ -300,10 +313,9 @@ class _HeaderDeadline:
             self.transport.close()
 
 
-class SlowAwareH11(_Admitted, _JsonRefusals, _HeaderDeadline, H11Protocol):
+class SlowAwareH11(_Admitted, _HeaderDeadline, H11Protocol):
     """uvicorn's h11 protocol, plus a deadline for the request line and headers (408)."""
 
-    _header_bytes = 0
     _queried = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -322,13 +334,9 @@ class SlowAwareH11(_Admitted, _JsonRefusals, _HeaderDeadline, H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._got_data()
-        if self.conn.their_state is h11.IDLE:  # h11 bounds only a head split over reads
-            end = data.find(b"\r\n\r\n")
-            self._header_bytes += len(data) if end < 0 else end
-            if self._header_bytes > MAX_HEADER_BYTES:
-                self._stop_header_timer()
-                self._refuse(_HEAD_TOO_LARGE_400)
-                return
+        # h11 bounds only a head split over reads
+        if self.conn.their_state is h11.IDLE and self._head_too_large(data):
+            return
         super().data_received(data)
         self._mark_query()
         if self._draining() and self.conn.their_state is not h11.SEND_BODY:
@@ -374,13 +382,12 @@ class SlowAwareH11(_Admitted, _JsonRefusals, _HeaderDeadline, H11Protocol):
                 self.scope[HOLDABLE] = self._holdable  # type: ignore[literal-required]
 
 
-class SlowAwareHttpTools(_Admitted, _JsonRefusals, _HeaderDeadline, HttpToolsProtocol):
+class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
     """uvicorn's httptools protocol, with the same header deadline, a header-size bound, and
     absolute-form request-targets kept as written (so they match no route: 404)."""
 
     _awaiting_headers = True
     _in_body = False  # the parser is between a request's head and its end
-    _header_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
@@ -393,11 +400,7 @@ class SlowAwareHttpTools(_Admitted, _JsonRefusals, _HeaderDeadline, HttpToolsPro
     def data_received(self, data: bytes) -> None:
         self._got_data()
         if self._awaiting_headers:
-            end = data.find(b"\r\n\r\n")
-            self._header_bytes += len(data) if end < 0 else end
-            if self._header_bytes > MAX_HEADER_BYTES:
-                self._stop_header_timer()
-                self._refuse(_HEAD_TOO_LARGE_400)
+            if self._head_too_large(data):
                 return
             self._arm_header_timer()
         super().data_received(data)
