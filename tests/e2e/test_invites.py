@@ -455,6 +455,7 @@ def test_a_sqlite_file_whose_invite_tables_came_first_upgrades_in_place(tmp_path
             conn.execute(f"ALTER TABLE {table} DROP COLUMN wba")
         conn.execute("DROP INDEX relayed_shown")  # and what version 7 adds
         conn.execute("ALTER TABLE relayed DROP COLUMN claimant")
+        conn.execute("DROP TABLE keystate_pins")  # and what version 8 adds
     store = IdentityStore(path)
     try:
         assert [r.nonce for r in InviteStore(store.db).invites()] == ["n-1"]

@@ -125,6 +125,15 @@ ALTER TABLE relayed ADD COLUMN claimant TEXT
 """
 
 
+# Version 8: each sender's KeyState pin (``keystate_pins.py``): created with the store (and
+# by ``db upgrade``), so receiving never runs DDL inside a drain's or a door's transactions.
+_V8 = """
+CREATE TABLE keystate_pins (
+  root_did TEXT PRIMARY KEY, epoch {int} NOT NULL, root_key TEXT NOT NULL,
+  record TEXT NOT NULL, pinned {int} NOT NULL)
+"""
+
+
 def door_schema() -> Schema:
     from muretai_cli.db import Schema
     from muretai_cli.inbox.invites import INVITE_TABLES
@@ -132,6 +141,6 @@ def door_schema() -> Schema:
     # Version 5: invites, their claims, and the contacts they made.
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
                            {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4, INVITE_TABLES,
-                           _V6, _V7))
+                           _V6, _V7, _V8))
 
 
