@@ -370,3 +370,17 @@ def test_verify_is_total_on_mutated_credentials(path: tuple[str, ...], key: str,
 def test_verify_is_total_on_any_json_value(value: Any) -> None:
     with pytest.raises(Refused):
         _check(value)
+
+
+def test_a_duplicated_key_is_read_last_wins_as_the_parse_boundary_reads_it() -> None:
+    # The signature covers what the parse boundary reads (the last spelling), so a duplicate
+    # that changes a signed value breaks the signature, and one that repeats it is harmless.
+    vc = _requested()
+    raw = json.dumps(vc).encode()
+    field = b'"introducedTo": "' + BOB.did.encode() + b'"'
+    swapped = raw.replace(field, field + b', "introducedTo": "' + MALLORY.did.encode() + b'"')
+    with pytest.raises(Refused) as caught:
+        _check(parse_document(swapped))
+    assert caught.value.code == "bad-signature"
+    shadowed = raw.replace(field, b'"introducedTo": "' + MALLORY.did.encode() + b'", ' + field)
+    assert _check(parse_document(shadowed)).introduced_to == BOB.did
