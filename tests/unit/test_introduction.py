@@ -9,16 +9,10 @@ import base64
 import contextlib
 import dataclasses
 import json
-import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
-import base58
 import pytest
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,104 +24,21 @@ from muretai_cli.artifacts.introduction import (
     verify_introduction,
 )
 from muretai_cli.errors import Refused
-from muretai_cli.seam import SigningKey, parse_document
-
-NOW = 1_800_000_000
-ALICE = SigningKey(bytes(range(32)))  # the introducer
-CAROL = SigningKey(bytes(range(1, 33)))  # the subject
-BOB = SigningKey(bytes(range(2, 34)))  # the recipient
-MALLORY = SigningKey(bytes(range(3, 35)))
-DAY = 86400
-
-
-# -- the public recipe, written from its description (not ours) ---------------------------
-
-def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
-
-
-def _did(seed: bytes) -> str:
-    public = Ed25519PrivateKey.from_private_bytes(seed).public_key() \
-        .public_bytes(Encoding.Raw, PublicFormat.Raw)
-    return "did:key:z" + base58.b58encode(b"\xed\x01" + public).decode()
-
-
-def _sign(seed: bytes, payload: bytes) -> str:
-    return base64.b64encode(Ed25519PrivateKey.from_private_bytes(seed).sign(payload)).decode()
-
-
-def _iso(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def recipe_request(seed: bytes, introducer: str, target: str, ts: int) -> dict[str, Any]:
-    six = {"from": _did(seed), "to": introducer, "messageId": uuid.uuid4().hex,
-           "contextId": None, "timestamp": ts, "text": "introduce-me-to:" + target}
-    return {**six, "sig": _sign(seed, _canonical(six))}
-
-
-def recipe_credential(issuer_seed: bytes, subject: str, to: str, *, issued: int,
-                      request: dict[str, Any] | None, valid: int = 30 * DAY,
-                      trust: Any = 873, mode: str | None = None,
-                      endpoint: str | None = None) -> dict[str, Any]:
-    """As the reference mints: body, `provenance`, optional issuerEndpoint, then proof over
-    the canonical bytes of everything but proof, the jws standard padded base64."""
-    issuer = _did(issuer_seed)
-    prov: dict[str, Any] = ({"mode": "requested", "request": request} if request is not None
-                            else {"mode": "proactive"})
-    if mode is not None:
-        prov["mode"] = mode
-    vc: dict[str, Any] = {
-        "id": "urn:uuid:" + uuid.uuid4().hex,
-        "type": ["VerifiableCredential", "AgentIntroduction"],
-        "issuer": issuer,
-        "issuanceDate": _iso(issued),
-        "credentialSubject": {"id": subject, "introducedTo": to, "expertise": ["rust"],
-                              "trustLevelBp": trust, "validUntil": _iso(issued + valid)},
-        "provenance": prov,
-    }
-    if endpoint:
-        vc["issuerEndpoint"] = endpoint
-    return resign(vc, issuer_seed)
-
-
-def resign(vc: dict[str, Any], seed: bytes) -> dict[str, Any]:
-    body = {k: v for k, v in vc.items() if k != "proof"}
-    body["proof"] = {"type": "Ed25519Signature2020", "created": body["issuanceDate"],
-                     "verificationMethod": _did(seed), "jws": _sign(seed, _canonical(body))}
-    return body
-
-
-def recipe_accepts(vc: dict[str, Any], subject: str, recipient: str, now: int) -> bool:
-    """The public verifier's checks, from its description: type, issuer signature over the
-    body without proof, subject, recipient, validUntil in the future, and a requested
-    provenance's request signed by the subject, to the issuer, live at issuanceDate."""
-    body = {k: v for k, v in vc.items() if k != "proof"}
-    key = Ed25519PublicKey.from_public_bytes(base58.b58decode(vc["issuer"][9:])[2:])
-    try:
-        key.verify(base64.b64decode(vc["proof"]["jws"]), _canonical(body))
-    except InvalidSignature:
-        return False
-    claims = vc["credentialSubject"]
-    if (claims["id"], claims["introducedTo"]) != (subject, recipient):
-        return False
-    if datetime.fromisoformat(claims["validUntil"]).timestamp() <= now:
-        return False
-    prov = vc["provenance"]
-    if prov["mode"] == "requested":
-        req = prov["request"]
-        six = {k: req[k] for k in ("from", "to", "messageId", "contextId", "timestamp", "text")}
-        rkey = Ed25519PublicKey.from_public_bytes(base58.b58decode(req["from"][9:])[2:])
-        try:
-            rkey.verify(base64.b64decode(req["sig"]), _canonical(six))
-        except InvalidSignature:
-            return False
-        age = datetime.fromisoformat(vc["issuanceDate"]).timestamp() - req["timestamp"]
-        named = req["text"].removeprefix("introduce-me-to:")
-        return bool(req["from"] == subject and req["to"] == vc["issuer"] and -300 <= age <= 30 * DAY
-                and named == recipient)
-    return bool(prov["mode"] == "proactive")
+from muretai_cli.seam import parse_document
+from tests.intro_recipe import (
+    ALICE,
+    BOB,
+    CAROL,
+    DAY,
+    MALLORY,
+    NOW,
+    recipe_accepts,
+    recipe_credential,
+    recipe_did,
+    recipe_request,
+    requested,
+    resign,
+)
 
 
 def _check(vc: object, *, now: int = NOW, revoked: Any = ()) -> Introduction:
@@ -135,20 +46,14 @@ def _check(vc: object, *, now: int = NOW, revoked: Any = ()) -> Introduction:
                                revoked=revoked)
 
 
-def _requested(**kw: Any) -> dict[str, Any]:
-    request = recipe_request(CAROL.seed, ALICE.did, BOB.did, NOW - DAY)
-    return recipe_credential(ALICE.seed, CAROL.did, BOB.did, issued=NOW - 60, request=request,
-                             **kw)
-
-
 # -- the reference's output, and ours, both ways ------------------------------------------
 
 def test_the_recipe_matches_our_dids() -> None:
-    assert _did(ALICE.seed) == ALICE.did
+    assert recipe_did(ALICE.seed) == ALICE.did
 
 
 def test_a_credential_made_by_the_public_recipe_is_accepted() -> None:
-    vc = _requested(endpoint="https://alice.example")
+    vc = requested(endpoint="https://alice.example")
     raw = json.dumps(vc).encode()  # as it would arrive: bytes, through the parse boundary
     intro = _check(parse_document(raw))
     assert (intro.issuer, intro.subject, intro.introduced_to) == (ALICE.did, CAROL.did, BOB.did)
@@ -176,7 +81,7 @@ def test_a_credential_we_mint_passes_the_public_checks() -> None:
 
 
 def test_a_checked_introduction_is_a_frozen_value() -> None:
-    vc = _requested()
+    vc = requested()
     intro = _check(vc)
     with pytest.raises(dataclasses.FrozenInstanceError):
         intro.trust_bp = 1000  # type: ignore[misc]
@@ -186,12 +91,12 @@ def test_a_checked_introduction_is_a_frozen_value() -> None:
 
 def test_a_stored_introduction_outlives_its_request() -> None:
     # The request is judged at issuanceDate: 40 days later it is old, the vouch still fresh.
-    vc = _requested(valid=60 * DAY)
+    vc = requested(valid=60 * DAY)
     assert _check(vc, now=NOW + 40 * DAY).provenance.mode == "requested"
 
 
 def test_a_credential_without_provenance_is_tolerated_as_unrecorded() -> None:
-    vc = _requested()
+    vc = requested()
     del vc["provenance"]
     assert _check(resign(vc, ALICE.seed)).provenance.mode == "unrecorded"
 
@@ -246,7 +151,7 @@ def _request_naming_another_target() -> dict[str, Any]:
 
 
 def _proactive_smuggling_a_request() -> dict[str, Any]:
-    vc = _requested()
+    vc = requested()
     vc["provenance"]["mode"] = "proactive"
     return resign(vc, ALICE.seed)
 
@@ -262,19 +167,19 @@ def _float_trust() -> dict[str, Any]:
 
 
 def _tampered() -> dict[str, Any]:
-    vc = _requested()
+    vc = requested()
     vc["credentialSubject"]["trustLevelBp"] = 1000
     return vc
 
 
 def _signed_by_another_issuer() -> dict[str, Any]:
-    vc = _requested()
+    vc = requested()
     vc["proof"]["jws"] = resign(vc, MALLORY.seed)["proof"]["jws"]
     return vc
 
 
 def _jws_not_strict_base64() -> dict[str, Any]:
-    vc = _requested()
+    vc = requested()
     vc["proof"]["jws"] = vc["proof"]["jws"].rstrip("=")  # a lenient decoder still reads it
     base64.b64decode(vc["proof"]["jws"] + "==")
     return vc
@@ -308,7 +213,7 @@ def test_each_bad_credential_is_refused_for_its_own_reason(case: str) -> None:
 
 
 def test_a_revoked_credential_is_refused_by_set_and_by_predicate() -> None:
-    vc = _requested()
+    vc = requested()
     assert _check(vc, revoked={"urn:uuid:other"}).id == vc["id"]
     for revoked in ({vc["id"]}, lambda cid: cid == vc["id"]):
         with pytest.raises(Refused) as caught:
@@ -354,7 +259,7 @@ _PATHS = [(), ("credentialSubject",), ("proof",), ("provenance",),
 @given(st.sampled_from(_PATHS), st.text(max_size=20), _json, st.booleans())
 def test_verify_is_total_on_mutated_credentials(path: tuple[str, ...], key: str, value: Any,
                                                 sign_again: bool) -> None:
-    vc = _requested()
+    vc = requested()
     target: Any = vc
     for step in path:
         target = target[step]
@@ -375,7 +280,7 @@ def test_verify_is_total_on_any_json_value(value: Any) -> None:
 def test_a_duplicated_key_is_read_last_wins_as_the_parse_boundary_reads_it() -> None:
     # The signature covers what the parse boundary reads (the last spelling), so a duplicate
     # that changes a signed value breaks the signature, and one that repeats it is harmless.
-    vc = _requested()
+    vc = requested()
     raw = json.dumps(vc).encode()
     field = b'"introducedTo": "' + BOB.did.encode() + b'"'
     swapped = raw.replace(field, field + b', "introducedTo": "' + MALLORY.did.encode() + b'"')

@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 
 from muretai_cli.schemas import load
 from tests.cli_helpers import new_identity, run, run_json
-from tests.unit.test_introduction import ALICE, BOB, CAROL, NOW, _requested, recipe_credential
+from tests.intro_recipe import ALICE, BOB, CAROL, NOW, recipe_credential, requested
 
 
 def _signed(tmp_path: Path, *extra: str) -> tuple[dict[str, Any], Path]:
@@ -64,7 +64,7 @@ def test_sign_introduction_usage_mistakes_exit_2(tmp_path: Path) -> None:
 
 def test_the_introduction_schema() -> None:
     schema = Draft202012Validator(load("introduction"))
-    ours = _requested()
+    ours = requested()
     proactive = recipe_credential(ALICE.seed, CAROL.did, BOB.did, issued=NOW, request=None)
     for good in (ours, proactive):
         assert not list(schema.iter_errors(good))
