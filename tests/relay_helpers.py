@@ -17,7 +17,8 @@ import httpx
 
 from muretai_cli.artifacts.message import build_message, build_message_send
 from muretai_cli.relay.app import build_app
-from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
+from muretai_cli.relay.core import Relay
+from muretai_cli.relay.limits import RelayConfig, RelayLimits
 from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import (
     SigningKey,
@@ -26,7 +27,8 @@ from muretai_cli.seam import (
     sign_listen_token,
     sign_relay_send,
 )
-from muretai_cli.transport.server import bind, server_config
+from muretai_cli.transport.binding import bind
+from muretai_cli.transport.server import server_config
 from muretai_cli.urls import parse_base_url
 from muretai_cli.visit.relay import ListenAnswer, Waiting
 from tests.servers import run_uvicorn
@@ -168,7 +170,8 @@ def fill_mailbox(relay_db: Path, bob: SigningKey, count: int) -> dict[str, str]:
 
 
 class OneAnswer:
-    """A relay client (for ``TurnCheck``, no relay behind it) that lists some deposits once, then nothing; records what is acked."""
+    """A relay client (for ``TurnCheck``, no relay behind it) that lists some deposits
+    once, then nothing; records what is acked."""
 
     def __init__(self, items: list[Waiting]) -> None:
         self.items = items

@@ -120,6 +120,7 @@ class _PgTx(Tx):
 class PostgresDatabase(Database):
     dialect = "postgresql"
     json_batches = True
+    notifies = True
 
     def __init__(self, url: str, namespace: str, *, max_size: int = POOL_SIZE,
                  checkout_timeout: float = CHECKOUT_TIMEOUT) -> None:

@@ -179,6 +179,8 @@ def _on_a_terminal(argv: list[str], answers: list[str]) -> tuple[int, str]:
     """``muretai ARGV`` with a pseudo-terminal as its controlling terminal (as a person at a
     shell): each prompt ending in ': ' is answered with the next of ``answers``."""
     import pty
+    import select
+    import signal
     import sys
     import time
 
@@ -186,9 +188,15 @@ def _on_a_terminal(argv: list[str], answers: list[str]) -> tuple[int, str]:
     if pid == 0:  # the child: its stdin, stdout, stderr and /dev/tty are the terminal
         os.execvpe(sys.executable, [sys.executable, "-m", "muretai_cli", *argv],
                    dict(os.environ))
-    seen, pending = b"", list(answers)
+    seen, since, pending = b"", b"", list(answers)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:  # a read must not hang
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+            raise AssertionError(f"no answer from {argv} in 60 s; it showed: {seen!r}")
         try:
             chunk = os.read(fd, 1024)
         except OSError:  # the child closed the terminal: it has ended
@@ -196,9 +204,12 @@ def _on_a_terminal(argv: list[str], answers: list[str]) -> tuple[int, str]:
         if not chunk:
             break
         seen += chunk
-        if pending and seen.rstrip().endswith(b":"):
+        since += chunk
+        # answer a prompt shown since the last answer (the old one must not count twice:
+        # typed before the next prompt turns echo off, an answer is echoed, then flushed)
+        if pending and since.rstrip(b" ").endswith(b":"):
             os.write(fd, pending.pop(0).encode() + b"\n")
-            seen += b"\n"
+            since = b""
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
