@@ -66,12 +66,15 @@ def test_two_readers_see_the_same_entries_and_reading_moves_nothing(
         other.close()
 
 
+def mids(page: Page) -> list[str]:
+    return [str(e["messageId"]) for e in page.entries]
+
+
 def test_filters_limit_and_cursor(store: IdentityStore) -> None:
     assert store.accept(arrival(ALICE, "q", ctx="c-a"), NOW)
     assert store.accept(arrival(BOB, "b1", ctx="c-b"), NOW)
     assert store.accept(arrival(ALICE, "a-re", ctx="c-a", replyTo="q-out"), NOW)
     assert store.accept(arrival(BOB, "b2", ctx="c-a"), NOW)
-    mids = lambda page: [e["messageId"] for e in page.entries]  # noqa: E731
     assert mids(read_after(store, 0, peer=BOB)) == ["b1", "b2"]
     assert mids(read_after(store, 0, context="c-a")) == ["q", "a-re", "b2"]
     assert mids(read_after(store, 0, reply_to="q-out")) == ["a-re"]

@@ -27,7 +27,7 @@ def register(op_app: typer.Typer) -> None:
     op_app.command("connections")(connections)
 
 
-def _wait_seconds(wait: bool, extra: list[str]) -> int:
+def wait_seconds(wait: bool, extra: list[str]) -> int:
     """``--wait`` alone is 25 s; ``--wait N`` is N (0-30)."""
     if not extra:
         return 25 if wait else 0
@@ -63,7 +63,7 @@ def turn_check(
     from muretai_cli.visit.relay import RelayClient
     from muretai_cli.visit.turn import TurnCheck
 
-    seconds = _wait_seconds(wait, list(ctx.args))
+    seconds = wait_seconds(wait, list(ctx.args))
     ident = op_identity(ctx)
     relay_url = Profiles().relay_of(ident.did)
     if relay_url is None:
