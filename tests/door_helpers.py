@@ -22,7 +22,8 @@ from muretai_cli.door.respond import OnMessage
 from muretai_cli.home import KeyStore, keys_dir
 from muretai_cli.inbox.store import IdentityStore, db_path, open_identity_store
 from muretai_cli.seam import SigningKey, sign_envelope
-from muretai_cli.transport.server import bind, server_config
+from muretai_cli.transport.binding import bind
+from muretai_cli.transport.server import server_config
 from muretai_cli.urls import parse_base_url
 from tests.servers import run_uvicorn
 

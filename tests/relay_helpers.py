@@ -17,7 +17,8 @@ import httpx
 
 from muretai_cli.artifacts.message import build_message, build_message_send
 from muretai_cli.relay.app import build_app
-from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
+from muretai_cli.relay.core import Relay
+from muretai_cli.relay.limits import RelayConfig, RelayLimits
 from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import (
     SigningKey,
@@ -26,8 +27,10 @@ from muretai_cli.seam import (
     sign_listen_token,
     sign_relay_send,
 )
-from muretai_cli.transport.server import bind, server_config
+from muretai_cli.transport.binding import bind
+from muretai_cli.transport.server import server_config
 from muretai_cli.urls import parse_base_url
+from muretai_cli.visit.relay import ListenAnswer, Waiting
 from tests.servers import run_uvicorn
 
 T = TypeVar("T")
@@ -71,13 +74,19 @@ class LiveRelay:
                 **fields: Any) -> httpx.Response:
         return self.post("send", deposit_body(sender, to, text, **fields))
 
+    @property
+    def minute(self) -> int:
+        """The minute on the relay's clock (a test's clock, when it was given one)."""
+        return int(self.relay.clock() // 60)
+
     def listen(self, key: SigningKey, *, epoch: int = 1, wait: float = 0,
                **fields: Any) -> httpx.Response:
-        return self.post("listen", listen_body(key, self.origin, epoch=epoch, wait=wait)
-                         | fields)
+        return self.post("listen", listen_body(key, self.origin, epoch=epoch, wait=wait,
+                                               minute=self.minute) | fields)
 
     def ack(self, key: SigningKey, ids: list[str], *, epoch: int = 1) -> httpx.Response:
-        return self.post("ack", listen_body(key, self.origin, epoch=epoch) | {"ids": ids})
+        return self.post("ack", listen_body(key, self.origin, epoch=epoch, minute=self.minute)
+                         | {"ids": ids})
 
 
 def listener_epoch(db_url: str, did: str) -> int | None:
@@ -158,3 +167,23 @@ def fill_mailbox(relay_db: Path, bob: SigningKey, count: int) -> dict[str, str]:
     finally:
         store.close()
     return texts
+
+
+class OneAnswer:
+    """A relay client (for ``TurnCheck``, no relay behind it) that lists some deposits once, then nothing; records what is acked."""
+
+    def __init__(self, items: list[Waiting]) -> None:
+        self.items = items
+        self.acked: list[str] = []
+
+    def listen(self, key: SigningKey, *, epoch: int, wait: int) -> ListenAnswer:
+        items, self.items = self.items, []
+        return ListenAnswer(items, False)
+
+    def ack(self, key: SigningKey, *, epoch: int, ids: list[str]) -> int:
+        self.acked += ids
+        return len(ids)
+
+    @contextmanager
+    def kept_alive(self) -> Iterator[None]:
+        yield

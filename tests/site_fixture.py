@@ -23,7 +23,8 @@ from muretai_cli.seam import (
     sign_directory,
     sign_domain_linkage,
 )
-from muretai_cli.transport.server import bind, server_config
+from muretai_cli.transport.binding import bind
+from muretai_cli.transport.server import server_config
 from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH, LEGACY_CARD_PATH, parse_base_url
 from tests.servers import run_uvicorn
 

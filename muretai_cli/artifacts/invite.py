@@ -50,6 +50,12 @@ MAX_NONCE = 256
 MAX_INVITE_TEXT = 16 * 1024
 _EXP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 _B64URL = re.compile(r"[A-Za-z0-9_-]*")
+INVITE_LINK = "agent://invite?d="
+# muretai's https link: the card rides in the fragment, which no server ever receives.
+_HTTPS_LINK = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?/invitation#d=(.*)", re.S)
+INVITE_FORMS = ("muretai:invite:…", "https://HOST/invitation#d=…", "agent://invite?d=…",
+                "the invite's JSON (a file, or -)")
+_FORMS_HINT = "an invite is one of: " + ", ".join(INVITE_FORMS)
 
 
 def iso_utc(epoch: int) -> str:
@@ -151,20 +157,56 @@ def invite_text(card: Mapping[str, Any]) -> str:
     return INVITE_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def read_invite(text: str | bytes) -> object:
-    """An invite as pasted (``muretai:invite:…``) or as its JSON, through the parse boundary.
+def invite_link(card: Mapping[str, Any]) -> str:
+    """The link form: ``agent://invite?d=`` + the same unpadded base64url as the paste form."""
+    return INVITE_LINK + invite_text(card)[len(INVITE_PREFIX):]
 
-    The base64url must be unpadded and re-encode to itself (one spelling per invite).
+
+def _link_token(text: str) -> str | None:
+    """The ``d=`` token of one of muretai's link forms, or None when ``text`` is not one."""
+    if text.startswith(INVITE_LINK):
+        return text[len(INVITE_LINK):]
+    found = _HTTPS_LINK.fullmatch(text)
+    return found.group(1) if found else None
+
+
+def _unpadded(body: str, padded_ok: bool) -> str:
+    """``body`` without its padding: a link may carry exact padding (the public reader pads
+    what is missing), the paste form none; anything else is not an invite's spelling."""
+    if padded_ok and body.endswith("="):
+        stripped = body.rstrip("=")
+        if len(body) % 4 or len(body) - len(stripped) != -len(stripped) % 4:
+            raise InputError("bad-invite-text", "the link's base64url padding is wrong",
+                             hint=_FORMS_HINT)
+        return stripped
+    return body
+
+
+def read_invite(text: str | bytes) -> object:
+    """An invite as people paste it, through the parse boundary: ``muretai:invite:…``, a
+    link (``https://HOST/invitation#d=…`` or ``agent://invite?d=…``), or its JSON. Anything
+    else is ``InputError('bad-invite-text')`` naming the forms.
+
+    The base64url re-encodes to itself (one spelling per invite): unpadded, except that a
+    link may carry exact padding.
     """
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
     raw = raw.strip()
     if len(raw) > MAX_INVITE_TEXT:
         raise InputError("too-large", f"an invite is at most {MAX_INVITE_TEXT} bytes")
-    if not raw.startswith(INVITE_PREFIX.encode()):
+    pasted = raw.decode("ascii", "replace")
+    if raw.startswith(INVITE_PREFIX.encode()):
+        body = _unpadded(pasted[len(INVITE_PREFIX):], padded_ok=False)
+    elif (token := _link_token(pasted)) is not None:
+        body = _unpadded(token, padded_ok=True)
+    elif raw[:1] in (b"{", b"["):  # JSON: the verifier names what is wrong with it
         return parse_document(raw)
-    body = raw[len(INVITE_PREFIX):].decode("ascii", "replace")
+    else:
+        raise InputError("bad-invite-text", "not an invite in any form muretai reads",
+                         hint=_FORMS_HINT)
     if not _B64URL.fullmatch(body) or len(body) % 4 == 1:
-        raise InputError("bad-invite-text", "after muretai:invite: comes unpadded base64url")
+        raise InputError("bad-invite-text", "the invite's token is not unpadded base64url",
+                         hint=_FORMS_HINT)
     try:
         decoded = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     except (binascii.Error, ValueError):

@@ -29,7 +29,8 @@ app = typer.Typer(no_args_is_help=True, help="Invite someone: a signed card they
                                              "a claim, after which each holds the other.")
 
 InviteArg = Annotated[str, typer.Argument(
-    help="The invite: its muretai:invite:… text, a file holding it (or its JSON), or -.")]
+    help="The invite: its muretai:invite:… text, its link (https://HOST/invitation#d=… or "
+         "agent://invite?d=…), a file holding one of them (or its JSON), or -.")]
 NowOpt = Annotated[int | None, typer.Option(
     "--now", help="Judge at this epoch second instead of the clock.", show_default=False)]
 
@@ -43,7 +44,7 @@ def _read(arg: str) -> object:
     from muretai_cli.artifacts.invite import INVITE_PREFIX, MAX_INVITE_TEXT, read_invite
     from muretai_cli.cli._input import read_input
 
-    if arg.startswith(INVITE_PREFIX):
+    if arg.startswith(INVITE_PREFIX) or "://" in arg:  # pasted text or a link, not a file
         return read_invite(arg)
     return read_invite(read_input(arg, limit=MAX_INVITE_TEXT))
 
@@ -74,9 +75,10 @@ def create(
 ) -> None:
     """Sign an invite card (a fresh 128-bit nonce) and keep its nonce, uses and expiry.
 
-    Prints the card's JSON and its one-line paste form muretai:invite:…
+    Prints the card's JSON, its one-line paste form muretai:invite:… and its link form
+    agent://invite?d=… (either is what `join` / `invite accept` take).
     """
-    from muretai_cli.artifacts.invite import invite_text, mint_invite
+    from muretai_cli.artifacts.invite import invite_link, invite_text, mint_invite
     from muretai_cli.cli._durations import parse_duration
     from muretai_cli.inbox.invites import InviteStore
     from muretai_cli.urls import parse_base_url
@@ -98,12 +100,14 @@ def create(
         row = InviteStore(store.db).add(card, uses=uses, exp=exp, now=now)
     finally:
         store.close()
-    text = invite_text(card)
+    text, link = invite_text(card), invite_link(card)
     if json_out:
-        emit_json({"ok": True, "invite": card, "text": text, **row.to_json(now)})
+        emit_json({"ok": True, "invite": card, "text": text, "link": link,
+                   **row.to_json(now)})
         return
     say(json.dumps(card, ensure_ascii=False))
     say(text)
+    say(link)
     note(f"invite {row.nonce}: {uses} use(s), expires {card['exp']}")
 
 
@@ -312,6 +316,7 @@ def _join_by_relay(key: SigningKey, got: Invite, claim: dict[str, Any], message:
 
 
 def register(root: typer.Typer) -> None:
+    app.command("accept", help="Join through an invite (the same as `muretai join`).")(join)
     root.add_typer(app, name="invite")
 
 

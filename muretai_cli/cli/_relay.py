@@ -87,7 +87,7 @@ def serve(
     if base.text != url:
         note(f"serving as {base.text} (the canonical form of {safe(url)})")
 
-    from muretai_cli.relay.core import RelayConfig, RelayLimits
+    from muretai_cli.relay.limits import RelayConfig, RelayLimits
     from muretai_cli.relay.serve import serve_relay
 
     limits = RelayLimits(max_body=max_body, max_blob=max_blob, per_sender=rate_per_sender,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from muretai_cli.cli import _sign_keys
+from muretai_cli.cli import _intro, _sign_keys
 from muretai_cli.cli._acting import AsOpt, KeysOpt, load_identity
 from muretai_cli.cli._dids import did_option
 from muretai_cli.cli._input import read_input
@@ -84,3 +84,4 @@ def card(
 
 
 _sign_keys.register(app, _print)
+_intro.register_sign(app, _print)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from muretai_cli.cli import _verify_artifacts, _verify_keys, _verify_web
+from muretai_cli.cli import _intro, _verify_artifacts, _verify_keys, _verify_web
 from muretai_cli.cli._batch import NowOpt, verify_batch
 from muretai_cli.cli._dids import did_opt
 from muretai_cli.cli._formats import FormatOpt
@@ -74,3 +74,4 @@ def _card_summary(item: dict[str, object]) -> str:
 _verify_artifacts.register(app)
 _verify_keys.register(app)
 _verify_web.register(app)
+_intro.register_verify(app)

@@ -165,8 +165,11 @@ class Database(ABC):
     dialect: Dialect
     connections = 1  # how many threads may use this at once (a pool's size)
     # Declared, not sniffed: the engine runs a whole batch as one statement over one JSON
-    # parameter (``json_to_recordset``, ``ROWS FROM ... WITH ORDINALITY``): PostgreSQL.
+    # parameter (``json_to_recordset``, ``ROWS FROM ... WITH ORDINALITY``), under locks a
+    # transaction takes by key (``pg_advisory_xact_lock``): PostgreSQL.
     json_batches = False
+    # ... and a transaction can signal other processes, heard only if it commits (NOTIFY)
+    notifies = False
 
     @abstractmethod
     def transaction(self, *, exclusive: bool = True) -> AbstractContextManager[Tx]: ...
@@ -233,6 +236,7 @@ class _InTransaction(Database):
     def __init__(self, outer: Database, tx: Tx) -> None:
         self.dialect = outer.dialect
         self.json_batches = outer.json_batches
+        self.notifies = outer.notifies
         self._outer = outer
         self._tx = tx
         self._depth = 0

@@ -140,6 +140,7 @@ class _Notified(Changes):
 class PostgresDatabase(Database):
     dialect = "postgresql"
     json_batches = True
+    notifies = True
 
     def __init__(self, url: str, namespace: str, *, max_size: int = POOL_SIZE,
                  checkout_timeout: float = CHECKOUT_TIMEOUT) -> None:

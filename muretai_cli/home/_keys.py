@@ -176,13 +176,14 @@ class KeyStore:
             from muretai_cli.seam import public_from_did
 
             did = data.get("did")
+            if not isinstance(did, str):
+                raise InputError("bad-key-file", f"{path}: no seed and no did")
             try:
                 public_from_did(did)
             except InputError:
                 raise
             except Exception:
                 raise InputError("bad-key-file", f"{path}: no seed and no valid did") from None
-            assert isinstance(did, str)
             return Identity(name, did, created if isinstance(created, int) else 0, path)
         key = SigningKey(parse_seed_hex(str(data.get("seed", "")), str(path)))
         if data.get("did") not in (None, key.did):

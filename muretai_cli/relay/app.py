@@ -15,7 +15,8 @@ from urllib.parse import unquote
 
 from starlette.applications import Starlette
 
-from muretai_cli.relay.core import Relay, log, refusal_answer
+from muretai_cli.relay.answers import refusal_answer
+from muretai_cli.relay.core import Relay, log
 from muretai_cli.transport.asgi import (
     HOLDABLE,
     BodyRefused,

@@ -12,19 +12,42 @@ Every answer is ``(status, JSON body, extra headers)``; a refusal is
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from functools import lru_cache, partial
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from muretai_cli.db import Batcher, DatabaseUnavailable, Unstorable
 from muretai_cli.errors import MuretaiError
+from muretai_cli.relay.answers import (
+    JSON_HEADERS,
+    Answer,
+    Refusal,
+    did_field,
+    did_problem,
+    encode_json,
+    int_field,
+    json_object,
+    malformed,
+    ok,
+    refusal_answer,
+    str_field,
+)
+from muretai_cli.relay.limits import (
+    CORRESPONDENTS,
+    HELD_PER_DID,
+    HELD_REFRESH,
+    ID_FORBIDDEN,
+    MAX_ACK_IDS,
+    MAX_EPOCH,
+    MAX_ID_CHARS,
+    MIN_BOX_BYTES,
+    RelayConfig,
+    epoch_end,
+)
 from muretai_cli.relay.notify import LocalNotifier, Notifier
 from muretai_cli.relay.store import MAX_MAILBOX_BYTES, Deposit, DepositOutcome
 from muretai_cli.seam import (
@@ -32,156 +55,17 @@ from muretai_cli.seam import (
     b64decode_strict,
     envelope_freshness,
     is_enc_pub,
-    parse_document,
-    public_from_did,
     verify_card_envelope,
     verify_listen_token,
     verify_relay_send,
 )
-from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
-from muretai_cli.transport.asgi import Headers
 from muretai_cli.transport.rate import KeyedBuckets, admit
 
 if TYPE_CHECKING:
     from muretai_cli.relay.store import RelayStore, Waiting
-    from muretai_cli.urls import BaseUrl
 
 log = logging.getLogger("uvicorn.error")
 T = TypeVar("T")
-Answer = tuple[int, bytes, Headers]
-JSON_HEADERS: Headers = ((b"content-type", b"application/json; charset=utf-8"),
-                         (b"cache-control", b"no-store"),
-                         (b"access-control-allow-origin", b"*"))
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-
-
-def _dumps(doc: dict[str, Any]) -> bytes:
-    return _encode(doc).encode("utf-8")
-
-MAX_ID_CHARS = 128
-MIN_BOX_BYTES = 12 + 16  # a nonce and a tag: anything shorter is not a sealed box
-MAX_EPOCH = 2**63 - 1
-# A listener's epoch is unsigned (the seam's token signs did, minute and origin only), so the
-# relay bounds it by what IS signed: an epoch counts microseconds (``time_ns() // 1000`` at
-# the listener's start), and one below the end of the token's minute is all a listener
-# started by then can hold. A copied token can so take a DID over only until that minute
-# ends; a stored epoch past what any token valid now allows is void (see ``epoch_end``).
-EPOCH_PER_MINUTE = 60_000_000
-MAX_ACK_IDS = 1000
-HELD_PER_DID = 4  # listens one DID may hold open at once; a newer one ends the oldest
-HELD_REFRESH = 10.0  # seconds between the store's counts of the bytes waiting (relay-wide)
-CORRESPONDENTS = 100_000  # (sender, recipient) pairs remembered for the friends' lane
-_ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f|]")
-
-
-@dataclass(frozen=True)
-class RelayLimits:
-    """Every limit of ``muretai relay serve``, with its flag's default."""
-
-    max_body: int = 512 * 1024
-    max_blob: int = 256 * 1024  # characters of the base64 blob
-    per_sender: int = 60  # deposits per minute by one sender (0: no limit)
-    per_mailbox: int = 600  # deposits per minute into one mailbox (0: no limit)
-    max_waiting: int = 1000  # undelivered messages per DID
-    max_mailbox_bytes: int = MAX_MAILBOX_BYTES  # blob characters waiting for one DID
-    max_relay_bytes: int = 4 * 1024**3  # blob characters waiting, whole relay
-    max_stranger_bytes: int = 256 * 1024**2  # ... for DIDs that never listened
-    expire_seconds: int = 7 * 86400
-    batch: int = 100  # messages per listen answer
-    default_wait: float = 25.0
-    max_wait: float = 30.0
-    minute_skew: int = 1  # listen tokens: minutes either side of the relay's clock
-    card_per_did: int = 10  # card posts per minute by one DID (0: no limit)
-    new_cards: int = 60  # card posts per minute, whole relay, by DIDs it holds no card for
-    stranger_cards: int = 100_000  # cards held for DIDs that never listened (past it: 507)
-
-
-@dataclass
-class RelayConfig:
-    url: BaseUrl
-    limits: RelayLimits = field(default_factory=RelayLimits)
-    slow_seconds: float = 10.0  # one deadline for a request's head and body
-    # the shared transport's admission (transport.server.Admission); held listens count
-    max_connections: int = MAX_CONNECTIONS
-    max_per_client: int = MAX_PER_CLIENT
-    idle_seconds: float = IDLE_SECONDS
-    durable: bool = False
-
-
-class Refusal(Exception):
-    """A route's refusal: HTTP status, error code, a message for people."""
-
-    def __init__(self, status: int, code: str, message: str,
-                 headers: Headers = ()) -> None:
-        super().__init__(code)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.headers = headers
-
-    def answer(self) -> Answer:
-        return self.status, _dumps({"error": self.code, "message": self.message}), \
-            self.headers + JSON_HEADERS
-
-
-def refusal_answer(status: int, code: str, message: str) -> Answer:
-    return Refusal(status, code, message).answer()
-
-
-def _ok(doc: dict[str, Any]) -> Answer:
-    return 200, _dumps(doc), JSON_HEADERS
-
-
-def epoch_end(minute: int) -> int:
-    """The first epoch after ``minute``: a listen token for ``minute`` carries a lower one."""
-    return (minute + 1) * EPOCH_PER_MINUTE
-
-
-def _malformed(message: str) -> NoReturn:
-    raise Refusal(400, "malformed", message)
-
-
-def _object(raw: bytes) -> dict[str, Any]:
-    try:
-        doc = parse_document(raw)
-    except MuretaiError as exc:
-        _malformed(f"the body is not a JSON document ({exc.code})")
-    if not isinstance(doc, dict):
-        _malformed("the body is a JSON object")
-    return doc
-
-
-def _str(doc: dict[str, Any], name: str) -> str:
-    value = doc.get(name)
-    if not isinstance(value, str):
-        _malformed(f"{name} must be a string")
-    return value
-
-
-def _int(doc: dict[str, Any], name: str, *, low: int, high: int) -> int:
-    value = doc.get(name)
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        _malformed(f"{name} must be an integer from {low} to {high}")
-    return value
-
-
-@lru_cache(maxsize=65536)
-def _did_problem(did: str) -> str | None:
-    """Why ``did`` is not an Ed25519 did:key, or None. Cached: base58 is costly in Python,
-    and the same DIDs deposit and listen again and again."""
-    try:
-        curve, _ = public_from_did(did)
-    except MuretaiError as exc:
-        return f"not a did:key ({exc.detail})"
-    return None if curve == "ed25519" else "not an Ed25519 did:key"
-
-
-def _did(doc: dict[str, Any], name: str) -> str:
-    did = _str(doc, name)
-    problem = _did_problem(did)
-    if problem is not None:
-        _malformed(f"{name} is {problem}")
-    return did
 
 
 class StoreCalls:
@@ -274,9 +158,9 @@ class Relay:
         if outcome == "queued":
             self._queued_since += len(item.blob)
             self.notifier.notify(item.to)  # other processes: signalled by its commit
-            return _ok({"queued": True, "id": item.id})
+            return ok({"queued": True, "id": item.id})
         if outcome == "duplicate":
-            return _ok({"queued": True, "duplicate": True, "id": item.id})
+            return ok({"queued": True, "duplicate": True, "id": item.id})
         if outcome == "id-reused":
             raise Refusal(409, "id-reused", "that id already names another deposit for this "
                                             "recipient; use a new id for new content")
@@ -314,25 +198,25 @@ class Relay:
     def _deposit(self, raw: bytes) -> Deposit:
         """A deposit's body checked, its signature verified and its rates taken (else a
         refusal): what to store."""
-        doc = _object(raw)
-        to, sender = _did(doc, "to"), _did(doc, "from")
-        sender_enc = _str(doc, "from_enc")
+        doc = json_object(raw)
+        to, sender = did_field(doc, "to"), did_field(doc, "from")
+        sender_enc = str_field(doc, "from_enc")
         if not is_enc_pub(sender_enc):
-            _malformed("from_enc must be 64 lowercase hex characters")
-        deposit_id = _str(doc, "id")
-        if not 1 <= len(deposit_id) <= MAX_ID_CHARS or _ID_FORBIDDEN.search(deposit_id):
-            _malformed(f"id must be 1-{MAX_ID_CHARS} characters, without control "
+            malformed("from_enc must be 64 lowercase hex characters")
+        deposit_id = str_field(doc, "id")
+        if not 1 <= len(deposit_id) <= MAX_ID_CHARS or ID_FORBIDDEN.search(deposit_id):
+            malformed(f"id must be 1-{MAX_ID_CHARS} characters, without control "
                        "characters or '|'")
-        blob = _str(doc, "blob")
+        blob = str_field(doc, "blob")
         if len(blob) > self.limits.max_blob:
             raise Refusal(413, "too-large", f"the blob is {len(blob)} characters; at most "
                                             f"{self.limits.max_blob}")
         try:
             box = b64decode_strict(blob, code="bad-blob", max_len=self.limits.max_blob)
         except MuretaiError:
-            _malformed("blob must be standard padded base64")
+            malformed("blob must be standard padded base64")
         if len(box) < MIN_BOX_BYTES:
-            _malformed(f"blob holds {len(box)} bytes; a sealed box has at least "
+            malformed(f"blob holds {len(box)} bytes; a sealed box has at least "
                        f"{MIN_BOX_BYTES}")
         try:
             verify_relay_send(to=to, sender=sender, deposit_id=deposit_id, blob=blob,
@@ -372,10 +256,10 @@ class Relay:
     # -- listeners -----------------------------------------------------------------------
     async def _listener(self, doc: dict[str, Any]) -> tuple[str, int]:
         """The DID a listen/ack body proves it holds, and its epoch (else 400/401/409)."""
-        did = _did(doc, "did")
-        minute = _int(doc, "minute", low=0, high=MAX_EPOCH)
-        token = _str(doc, "token")
-        epoch = _int(doc, "epoch", low=0, high=MAX_EPOCH)
+        did = did_field(doc, "did")
+        minute = int_field(doc, "minute", low=0, high=MAX_EPOCH)
+        token = str_field(doc, "token")
+        epoch = int_field(doc, "epoch", low=0, high=MAX_EPOCH)
         now_minute = int(self.clock() // 60)
         try:
             if abs(minute - now_minute) > self.limits.minute_skew:
@@ -419,11 +303,11 @@ class Relay:
         ``cut`` set: answer now with what waits (the transport makes room for a newcomer,
         or the DID holds more than ``HELD_PER_DID`` listens and this is the oldest)."""
         try:
-            doc = _object(raw)
+            doc = json_object(raw)
             wait = doc.get("wait", self.limits.default_wait)
             if not isinstance(wait, int | float) or isinstance(wait, bool) \
                     or not 0 <= wait <= self.limits.max_wait:
-                _malformed(f"wait must be a number of seconds from 0 to {self.limits.max_wait:g}")
+                malformed(f"wait must be a number of seconds from 0 to {self.limits.max_wait:g}")
             did, epoch = await self._listener(doc)
             return await self._hold(did, epoch, float(wait), gone, cut or asyncio.Event())
         except Refusal as refusal:
@@ -461,7 +345,7 @@ class Relay:
                     raise _superseded()
                 left = deadline - loop.time()
                 if found or left <= 0 or cut.is_set():
-                    return _ok({"messages": [m.to_json() for m in found], "more": more})
+                    return ok({"messages": [m.to_json() for m in found], "more": more})
                 waits = [asyncio.ensure_future(sub.wait(left)), asyncio.ensure_future(cut.wait())]
                 if gone is not None:
                     waits.append(asyncio.ensure_future(gone.wait()))
@@ -478,14 +362,14 @@ class Relay:
         return await self._guard(self._ack, raw)
 
     async def _ack(self, raw: bytes) -> Answer:
-        doc = _object(raw)
+        doc = json_object(raw)
         ids = doc.get("ids")
         if not isinstance(ids, list) or len(ids) > MAX_ACK_IDS \
                 or not all(isinstance(i, str) and len(i) <= MAX_ID_CHARS for i in ids):
-            _malformed(f"ids must be a list of at most {MAX_ACK_IDS} deposit ids")
+            malformed(f"ids must be a list of at most {MAX_ACK_IDS} deposit ids")
         did, _ = await self._listener(doc)
         unique = list(dict.fromkeys(ids))
-        return _ok({"acked": await self.calls.call(lambda: self.store.ack(did, unique))})
+        return ok({"acked": await self.calls.call(lambda: self.store.ack(did, unique))})
 
     # -- cards ---------------------------------------------------------------------------
     async def put_card(self, raw: bytes) -> Answer:
@@ -493,12 +377,12 @@ class Relay:
         return await self._guard(self._put_card, raw)
 
     async def _put_card(self, raw: bytes) -> Answer:
-        doc = _object(raw)
+        doc = json_object(raw)
         card = doc.get("card")
         did = card.get("did") if isinstance(card, dict) else None
         if not isinstance(did, str):
-            _malformed("a card envelope is {v, typ, card: {did, ...}, ts, sig}")
-        _did(card, "did")  # type: ignore[arg-type]
+            malformed("a card envelope is {v, typ, card: {did, ...}, ts, sig}")
+        did_field(card, "did")  # type: ignore[arg-type]
         try:
             verify_card_envelope(doc, expected_did=did)
         except MuretaiError as exc:
@@ -521,15 +405,16 @@ class Relay:
             raise Refusal(507, "relay-full", f"the relay holds {self.limits.stranger_cards} "
                                              "cards of DIDs that never listened; listen "
                                              "first, or retry later")
-        envelope = _encode({"v": 1, "typ": doc["typ"], "card": card, "ts": ts, "sig": doc["sig"]})
+        envelope = encode_json({"v": 1, "typ": doc["typ"], "card": card, "ts": ts,
+                                "sig": doc["sig"]})
         if not await self.calls.call(lambda: self.store.put_card(did, ts, envelope)):
             raise Refusal(409, "stale-card", "the relay holds an envelope for this DID that is "
                                              "as new or newer (ts)")
-        return _ok({"stored": True, "did": did, "ts": ts})
+        return ok({"stored": True, "did": did, "ts": ts})
 
     async def get_card(self, did: str) -> Answer:
         """``GET <path>/card/<did>``: the stored envelope, unverified by the reader's lights."""
-        if _did_problem(did) is not None:
+        if did_problem(did) is not None:
             return refusal_answer(404, "not-found", "no card for that DID")
         try:
             stored = await self.calls.call(lambda: self.store.card(did))

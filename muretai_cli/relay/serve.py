@@ -12,7 +12,7 @@ from muretai_cli.errors import InputError
 from muretai_cli.transport.serve import Limits, Listening, serve_workers
 
 if TYPE_CHECKING:
-    from muretai_cli.relay.core import RelayConfig
+    from muretai_cli.relay.limits import RelayConfig
 
 __all__ = ["serve_relay"]
 

@@ -182,15 +182,16 @@ class RelayStore:
         this batch's earlier deposits counted.
 
         On SQLite each is its own statement (one writer: the cap is exact). On PostgreSQL
-        the whole batch is one transaction with one commit (the relay's group commit): it
-        first takes an advisory lock per mailbox it deposits into, in one order, so batches
-        of several processes into one mailbox run one after another (the cap is exact
+        (a database declaring ``json_batches``) the whole batch is one transaction with one
+        commit (the relay's group commit): it first takes an advisory lock per mailbox it
+        deposits into, in one order, so batches of several processes into one mailbox run
+        one after another (the cap is exact
         across processes, and no two batches wait for each other in a circle) while other
         mailboxes' batches run side by side; then one statement counts, checks and inserts
         the whole batch. With ``channel`` the same transaction signals each recipient that
         got a message (``NOTIFY``): other processes hear it when, and only if, it commits.
         """
-        if self.db.dialect != "postgresql":
+        if not self.db.json_batches:  # declared by the database, not sniffed
             return [self._deposit_one(item, max_waiting, max_bytes) for item in items]
         first: dict[tuple[str, str], int] = {}  # (to, id) -> its first deposit in the batch
         for index, item in enumerate(items):
@@ -235,7 +236,7 @@ class RelayStore:
         inserted = self.db.execute(
             "INSERT INTO relay_messages (to_did, from_did, from_enc, id, blob, digest, received, "
             "size) SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM (SELECT count(*) AS n, coalesce(sum(size), "
-            "0) AS b FROM relay_messages WHERE to_did=?) WHERE n < ? AND b + ? <= ? "
+            "0) AS b FROM relay_messages WHERE to_did=?) AS w WHERE n < ? AND b + ? <= ? "
             "ON CONFLICT (to_did, id) DO NOTHING",
             (item.to, item.sender, item.sender_enc, item.id, item.blob, digest, item.received,
              len(item.blob), item.to, max_waiting, len(item.blob), max_bytes)).rowcount
@@ -302,7 +303,7 @@ class RelayStore:
                            (did, epoch, void_from))
             row = tx.one("SELECT epoch FROM relay_listeners WHERE did=?", (did,))
             took = row is not None and int(row[0]) == epoch
-            if took and channel is not None and self.db.dialect == "postgresql":
+            if took and channel is not None and self.db.notifies:
                 tx.execute("SELECT pg_notify(?, ?)", (channel, did))
         return "newer" if took else "superseded"
 

@@ -29,6 +29,10 @@ REQUEST_WINDOW = 300
 MAX_REQUEST_LIFETIME = 600
 DIRECTORY_WINDOW = 7200
 MAX_DIRECTORY_LIFETIME = 7 * 86400
+# An introduction request (the subject's signed `introduce-me-to:` message) is live this
+# long, judged at the credential's issuanceDate, not at the verifier's clock: a stored
+# introduction does not start failing as its request ages. Ahead of it: CLOCK_SKEW.
+INTRO_REQUEST_WINDOW = 30 * 86400
 
 # -- sizes --------------------------------------------------------------------------------
 MAX_SAFE_INT = 2**53 - 1  # the largest integer a signed payload may carry (±)

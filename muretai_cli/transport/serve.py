@@ -56,7 +56,7 @@ def serve_workers(app_for: Callable[[int], Any], *, host: str, port: int, worker
     signal stops it; the exit code. One worker serves in this process; more are forked,
     each on its own socket of the port, after ``before_fork()`` closed what the parent
     holds (and also when binding fails). A port that cannot be bound is ``cannot-bind``."""
-    from muretai_cli.transport.server import listening
+    from muretai_cli.transport.binding import listening
 
     if workers > 1:
         before_fork()

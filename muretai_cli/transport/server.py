@@ -42,8 +42,6 @@ from muretai_cli.transport import IDLE_SECONDS, MAX_CONNECTIONS, MAX_PER_CLIENT
 from muretai_cli.transport.asgi import HAS_QUERY, HOLDABLE, STARTED
 
 if TYPE_CHECKING:
-    import socket
-
     import uvicorn
 
 MAX_HEADER_BYTES = 16 * 1024  # request line and headers, on both parsers
@@ -250,12 +248,14 @@ class _JsonRefusals:
             self.transport.close()
 
 
-class _HeaderDeadline:
+class _HeaderDeadline(_JsonRefusals):
     """The deadline for a request's line and headers, one for both protocol classes: armed
     while a connection waits for a request head, cancelled once the head is complete; past
-    it, 408 and close. Each protocol says when it is waiting (``_awaiting_head``)."""
+    it, 408 and close. Each protocol says when it is waiting (``_awaiting_head``). And the
+    head's size bound, counted over every read of it (``_head_too_large``)."""
 
     header_seconds = 10.0
+    _header_bytes = 0
     _header_timer: asyncio.TimerHandle | None = None
     _drain_timer: asyncio.TimerHandle | None = None
     _started = 0.0
@@ -264,6 +264,17 @@ class _HeaderDeadline:
 
     def _awaiting_head(self) -> bool:
         raise NotImplementedError
+
+    def _head_too_large(self, data: bytes) -> bool:
+        """Count ``data``, read while a head is awaited, against ``MAX_HEADER_BYTES``; past
+        it, 400 and close (True: drop ``data``)."""
+        end = data.find(b"\r\n\r\n")
+        self._header_bytes += len(data) if end < 0 else end
+        if self._header_bytes <= MAX_HEADER_BYTES:
+            return False
+        self._stop_header_timer()
+        self._refuse(_HEAD_TOO_LARGE_400)
+        return True
 
     def _arm_header_timer(self) -> None:
         if self._header_timer is None and not self.transport.is_closing():
@@ -302,10 +313,9 @@ class _HeaderDeadline:
             self.transport.close()
 
 
-class SlowAwareH11(_Admitted, _JsonRefusals, _HeaderDeadline, H11Protocol):
+class SlowAwareH11(_Admitted, _HeaderDeadline, H11Protocol):
     """uvicorn's h11 protocol, plus a deadline for the request line and headers (408)."""
 
-    _header_bytes = 0
     _queried = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -324,13 +334,9 @@ class SlowAwareH11(_Admitted, _JsonRefusals, _HeaderDeadline, H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._got_data()
-        if self.conn.their_state is h11.IDLE:  # h11 bounds only a head split over reads
-            end = data.find(b"\r\n\r\n")
-            self._header_bytes += len(data) if end < 0 else end
-            if self._header_bytes > MAX_HEADER_BYTES:
-                self._stop_header_timer()
-                self._refuse(_HEAD_TOO_LARGE_400)
-                return
+        # h11 bounds only a head split over reads
+        if self.conn.their_state is h11.IDLE and self._head_too_large(data):
+            return
         super().data_received(data)
         self._mark_query()
         if self._draining() and self.conn.their_state is not h11.SEND_BODY:
@@ -376,13 +382,12 @@ class SlowAwareH11(_Admitted, _JsonRefusals, _HeaderDeadline, H11Protocol):
                 self.scope[HOLDABLE] = self._holdable  # type: ignore[literal-required]
 
 
-class SlowAwareHttpTools(_Admitted, _JsonRefusals, _HeaderDeadline, HttpToolsProtocol):
+class SlowAwareHttpTools(_Admitted, _HeaderDeadline, HttpToolsProtocol):
     """uvicorn's httptools protocol, with the same header deadline, a header-size bound, and
     absolute-form request-targets kept as written (so they match no route: 404)."""
 
     _awaiting_headers = True
     _in_body = False  # the parser is between a request's head and its end
-    _header_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
@@ -395,11 +400,7 @@ class SlowAwareHttpTools(_Admitted, _JsonRefusals, _HeaderDeadline, HttpToolsPro
     def data_received(self, data: bytes) -> None:
         self._got_data()
         if self._awaiting_headers:
-            end = data.find(b"\r\n\r\n")
-            self._header_bytes += len(data) if end < 0 else end
-            if self._header_bytes > MAX_HEADER_BYTES:
-                self._stop_header_timer()
-                self._refuse(_HEAD_TOO_LARGE_400)
+            if self._head_too_large(data):
                 return
             self._arm_header_timer()
         super().data_received(data)
@@ -472,71 +473,3 @@ def server_config(app: Any, *, host: str, port: int, slow_seconds: float,
                           lifespan="on", access_log=False, log_level="warning",
                           timeout_keep_alive=max(1, round(idle_seconds)),
                           server_header=False, date_header=True, proxy_headers=False)
-
-
-def bind(host: str, port: int, *, shared: bool = False) -> socket.socket:
-    """A listening TCP socket on ``host:port`` (IPv6 when the host has a colon): connections
-    queue from the moment it returns, so a server may say where it listens before it runs.
-    ``shared``: one of several on the port (SO_REUSEPORT, see ``bind_each``)."""
-    import socket
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto named, so asyncio turns Nagle off on accepted sockets (a reply is two writes)
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if shared:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-        sock.listen(2048)  # uvicorn's backlog; its create_server listens again, harmlessly
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
-
-
-def listening(host: str, port: int, count: int) -> list[socket.socket]:
-    """``bind_each``, its failure an ``InputError('cannot-bind')`` saying what to do."""
-    import errno
-
-    from muretai_cli.errors import InputError
-
-    try:
-        return bind_each(host, port, count)
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            hint = (f"another process listens on {host}:{port} (a `muretai serve` or `relay "
-                    "serve` still running?): stop it, or give another port with --port N "
-                    "(--port 0 picks a free one)")
-        elif exc.errno == errno.EACCES:
-            hint = ("a port below 1024 needs privileges: give --port N with N of 1024 or "
-                    "more, and put a reverse proxy in front")
-        elif exc.errno == errno.EADDRNOTAVAIL:
-            hint = f"{host} is not an address of this machine: give --host 127.0.0.1"
-        else:
-            hint = None
-        raise InputError("cannot-bind", f"cannot listen on {host}:{port}: {exc.strerror}",
-                         hint=hint) from None
-
-
-def bind_each(host: str, port: int, count: int) -> list[socket.socket]:
-    """``count`` listening sockets on one port, one per worker process (SO_REUSEPORT): the
-    kernel spreads new connections over their queues by a hash of each connection's
-    addresses. One socket shared by every worker would not: the worker that wakes first
-    takes every connection waiting, so keep-alive clients that connect together all land
-    on one process. Port 0: the first socket picks the port, the others join it. One
-    (a single process): a plain socket, which no other process can join."""
-    if count <= 1:
-        return [bind(host, port)]
-    first = bind(host, port, shared=True)
-    socks = [first]
-    try:
-        for _ in range(count - 1):
-            socks.append(bind(host, first.getsockname()[1], shared=True))
-    except OSError:
-        for sock in socks:
-            sock.close()
-        raise
-    return socks

@@ -2,7 +2,7 @@
 
 The parent binds the port, then forks N workers that each run a whole server (their own
 event loop, store connection and pool) on a listening socket of its own on that port
-(SO_REUSEPORT, see ``server.bind_each``); the kernel spreads new connections over
+(SO_REUSEPORT, see ``binding.bind_each``); the kernel spreads new connections over
 them. The parent only supervises: SIGTERM/SIGINT go on to every worker, a worker that dies
 while the server is meant to run is started again on its socket (a worker that dies within
 a second of starting, five times running, stops the whole server instead). A worker whose

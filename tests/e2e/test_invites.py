@@ -227,9 +227,10 @@ def test_invite_create_list_verify_revoke() -> None:
     result = run("invite", "create", "--as", "ines", "--url", "http://127.0.0.1:9/",
                  "--uses", "2", "--ttl", "1h")
     assert result.exit_code == 0, result.stderr
-    card_line, text = result.stdout.strip().splitlines()
+    card_line, text, link = result.stdout.strip().splitlines()
     card = json.loads(card_line)
     assert text.startswith("muretai:invite:") and len(card["nonce"]) == 32
+    assert link == "agent://invite?d=" + text.removeprefix("muretai:invite:")
     code, doc = run_json("invite", "verify", text)
     assert code == 0 and doc["did"] == card["did"] and doc["nonce"] == card["nonce"]
     code, doc = run_json("invite", "verify", text, "--now", str(int(time.time()) + 3601))
@@ -454,6 +455,7 @@ def test_a_sqlite_file_whose_invite_tables_came_first_upgrades_in_place(tmp_path
             conn.execute(f"ALTER TABLE {table} DROP COLUMN wba")
         conn.execute("DROP INDEX relayed_shown")  # and what version 7 adds
         conn.execute("ALTER TABLE relayed DROP COLUMN claimant")
+        conn.execute("DROP TABLE keystate_pins")  # and what version 8 adds
     store = IdentityStore(path)
     try:
         assert [r.nonce for r in InviteStore(store.db).invites()] == ["n-1"]

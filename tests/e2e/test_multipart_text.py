@@ -7,8 +7,6 @@ drifts from the references fails both halves of the table."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +16,10 @@ from muretai_cli.artifacts.message import build_message, build_message_send, env
 from muretai_cli.inbox.store import IdentityStore
 from muretai_cli.seam import SigningKey, canonical_bytes, seal_box, sign_envelope
 from muretai_cli.visit.offline import check_message
-from muretai_cli.visit.relay import ListenAnswer, Waiting
+from muretai_cli.visit.relay import Waiting
 from muretai_cli.visit.turn import TurnCheck
 from tests.door_helpers import code_of, local_door
+from tests.relay_helpers import OneAnswer
 
 PARTS = ["a", "b"]
 # (case, the text the signer signed, accepted?)
@@ -67,32 +66,12 @@ def test_at_a_door(case: str, signed: str, accepted: bool) -> None:
             assert code_of(doc) == -32001 and doc["error"]["data"]["reason"] == "bad-signature"
 
 
-class _OneAnswer:
-    """A relay client that lists some deposits once, then nothing; records what is acked."""
-
-    def __init__(self, items: list[Waiting]) -> None:
-        self.items = items
-        self.acked: list[str] = []
-
-    def listen(self, key: SigningKey, *, epoch: int, wait: int) -> ListenAnswer:
-        items, self.items = self.items, []
-        return ListenAnswer(items, False)
-
-    def ack(self, key: SigningKey, *, epoch: int, ids: list[str]) -> int:
-        self.acked += ids
-        return len(ids)
-
-    @contextmanager
-    def kept_alive(self) -> Iterator[None]:
-        yield
-
-
 @pytest.mark.parametrize(("case", "signed", "accepted"), CASES, ids=[c[0] for c in CASES])
 def test_on_the_relay_drain(tmp_path: Path, case: str, signed: str, accepted: bool) -> None:
     bob, sender = SigningKey.generate(), SigningKey.generate()
     request = two_part_request(sender, bob.did, signed)
     blob = seal_box(sender, bob.enc_pub, canonical_bytes(request), ad=b"")
-    relay = _OneAnswer([Waiting("d1", sender.did, sender.enc_pub, blob, int(time.time()))])
+    relay = OneAnswer([Waiting("d1", sender.did, sender.enc_pub, blob, int(time.time()))])
     store = IdentityStore(tmp_path / "bob.sqlite3")
     try:
         counts = TurnCheck(bob, store, relay, "open").step(0).counts  # type: ignore[arg-type]

@@ -80,10 +80,13 @@ def test_kill_9_delivers_every_queued_deposit_once(tmp_path: Path) -> None:
 
 def test_serve_runs_on_the_shared_transport_with_its_flags(tmp_path: Path) -> None:
     alice, bob = SigningKey.generate(), SigningKey.generate()
-    with relay_process(tmp_path / "relay.sqlite3", "--slow-seconds", "0.5",
+    # --slow-seconds wide enough that, on a loaded machine, the second connection arrives
+    # while the first still holds the one place (0.5 s let the 408 come first: a 200)
+    with relay_process(tmp_path / "relay.sqlite3", "--slow-seconds", "3",
                        "--max-per-client", "1") as (_proc, base):
         port = int(base.split(":")[2].split("/")[0])
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as slow:
+        # read within 8 s: before the default 10 s deadline, so the flag is what cut it
+        with socket.create_connection(("127.0.0.1", port), timeout=8) as slow:
             slow.sendall(b"POST /relay/send HTTP/1.1\r\nHost: x\r\n")  # and no more
             # its one place is taken: the next connection from this address is refused
             assert httpx.post(base + "/send", json=deposit_body(alice, bob),

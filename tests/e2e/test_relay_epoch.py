@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from muretai_cli.relay.core import epoch_end
+from muretai_cli.relay.limits import epoch_end
 from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import SigningKey
 from tests.cli_helpers import new_identity, run

@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
+from muretai_cli.relay.core import Relay
+from muretai_cli.relay.limits import RelayConfig, RelayLimits
 from muretai_cli.relay.pgnotify import PgNotifier
 from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import SigningKey

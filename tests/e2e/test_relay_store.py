@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
-from muretai_cli.relay.core import Relay, RelayConfig, RelayLimits
+import pytest
+
+from muretai_cli.relay.core import Relay
+from muretai_cli.relay.limits import RelayConfig, RelayLimits
 from muretai_cli.relay.store import RelayStore
 from muretai_cli.seam import SigningKey
 from muretai_cli.urls import parse_base_url
@@ -113,3 +117,35 @@ def test_the_relay_imports_no_receiving_path_and_opens_no_box() -> None:
                 assert not module.startswith(bad) and not any(n.startswith(bad) for n in names)
             assert not names & {"open_box", "box_key"}, path
         assert "open_box" not in path.read_text() and ".box_key" not in path.read_text()
+
+
+def test_the_deposit_batch_is_chosen_by_what_the_database_declares(
+        backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One statement per batch where the database declares ``json_batches`` (PostgreSQL),
+    each deposit in turn elsewhere: the declaration chooses, whichever engine it is."""
+    from muretai_cli.relay.store import Deposit
+
+    store = RelayStore.open(backend)
+    to = SigningKey.generate().did  # a mailbox of its own: the database may be shared
+    assert store.db.json_batches == store.db.describe().startswith("postgres")
+    assert store.db.notifies == store.db.json_batches
+    one_by_one: list[str] = []
+    real = store._deposit_one
+
+    def spied(item: Deposit, max_waiting: int, max_bytes: int) -> Any:
+        one_by_one.append(item.id)
+        return real(item, max_waiting, max_bytes)
+
+    monkeypatch.setattr(store, "_deposit_one", spied)
+
+    def batch(*ids: str) -> list[str]:
+        return list(store.deposit_many(
+            [Deposit(to, ALICE.did, "ab" * 32, i, "b1", 100) for i in ids],
+            max_waiting=10))
+
+    assert batch("a", "b") == ["queued", "queued"]
+    assert one_by_one == ([] if store.db.json_batches else ["a", "b"])
+    monkeypatch.setattr(store.db, "json_batches", False)  # declared otherwise: in turn
+    assert batch("c", "a") == ["queued", "duplicate"]
+    assert one_by_one[-2:] == ["c", "a"]
+    store.close()

@@ -183,6 +183,7 @@ def test_a_version_6_store_upgrades_to_7_index_and_claimant(backend: str) -> Non
     with open_database(backend, namespace=door_namespace(did)) as db, db.transaction() as tx:
         tx.execute("DROP INDEX relayed_shown")  # what version 6 left: neither of these
         tx.execute("ALTER TABLE relayed DROP COLUMN claimant")
+        tx.execute("DROP TABLE keystate_pins")  # nor what version 8 adds
         tx.execute("UPDATE muretai_schema SET version=6 WHERE store='door'")
     code, doc = run_json("db", "status", *where)
     assert code == 1 and doc["schemaVersion"] == 6

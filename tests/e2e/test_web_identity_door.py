@@ -30,7 +30,8 @@ from muretai_cli.seam import (
     verify_directory,
     verify_request,
 )
-from muretai_cli.transport.server import bind, server_config
+from muretai_cli.transport.binding import bind
+from muretai_cli.transport.server import server_config
 from muretai_cli.urls import parse_base_url
 from tests.cli_helpers import new_identity, run, run_json
 from tests.servers import run_uvicorn, serve_asgi

@@ -39,6 +39,7 @@ One module per table group, over one ``Database`` (``base``), joined in ``Identi
     timeline    the inbox as read, sent, peers, the conversation view
     drained     relayed deposits and whether turn-check showed them
     bulk        how a batch reaches the database (each in turn, or one JSON statement)
+    windows     the rate and replay windows the tables and the batch SQL count by
     identity    ``IdentityStore``, where an identity's store lives, ``open_identity_store``
 """
 
@@ -54,11 +55,10 @@ from muretai_cli.inbox.store.identity import (
     doors_dir,
     open_identity_store,
 )
-from muretai_cli.inbox.store.rates import RATE_WINDOW, Limits
-from muretai_cli.inbox.store.receipts import REPLAY_WINDOW
 from muretai_cli.inbox.store.schema import door_schema
 from muretai_cli.inbox.store.timeline import SentState
 from muretai_cli.inbox.store.uses import GRANT_USES, Spent, Uses, spend_use
+from muretai_cli.inbox.store.windows import RATE_WINDOW, REPLAY_WINDOW, Limits
 
 __all__ = [
     "GRANT_USES",

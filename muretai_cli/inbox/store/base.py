@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from muretai_cli.errors import InputError
+from muretai_cli.inbox.store.bulk import Bulk, InTurn, JsonBatches
 from muretai_cli.inbox.store.schema import door_schema
 
 if TYPE_CHECKING:
     from muretai_cli.db import Database, Tx
-    from muretai_cli.inbox.store.bulk import Bulk
 
 __all__ = ["StoreBase"]
 
@@ -43,8 +43,6 @@ class StoreBase:
                 raise
         self.where = self.db.describe()
         self._batched = False  # inside ``batch``: one transaction for every call
-        from muretai_cli.inbox.store.bulk import InTurn, JsonBatches
-
         self.bulk: Bulk = JsonBatches() if self.db.json_batches else InTurn()
 
     def close(self) -> None:

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from muretai_cli.inbox.store.rates import RATE_WINDOW, Limits
-from muretai_cli.inbox.store.receipts import REPLAY_WINDOW
+from muretai_cli.inbox.store.windows import RATE_WINDOW, REPLAY_WINDOW, Limits
 
 if TYPE_CHECKING:
     from muretai_cli.db import Database

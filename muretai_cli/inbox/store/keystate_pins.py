@@ -2,30 +2,21 @@
 
     keystate_pins  root_did, epoch, root_key, record (the verified KeyState), pinned
 
-Its own table and its own schema (store ``keystate-pins`` in ``muretai_schema``), over the
-same ``Database`` as the door store, on SQLite or PostgreSQL alike; opening it brings the
-table to its version. A pin only moves forward: the write itself refuses a lower or equal
-epoch, or another root key, so two processes racing with records of different epochs keep
-the newer whatever their order (seam §6.1 rule 2, in SQL as in ``replaces_pin``).
+A table of the identity store's schema (version 8, ``schema.py``), on SQLite or PostgreSQL
+alike: ``db init``/``db upgrade`` create it with the rest, and receiving runs no DDL. A pin
+only moves forward: the write itself refuses a lower or equal epoch, or another root key,
+so two processes racing with records of different epochs keep the newer whatever their
+order (seam §6.1 rule 2, in SQL as in ``replaces_pin``).
 """
 
 from __future__ import annotations
 
 import json
-import weakref
 from typing import TYPE_CHECKING, Any
-
-from muretai_cli.db import Schema
 
 if TYPE_CHECKING:
     from muretai_cli.artifacts.keystate import KeyState
     from muretai_cli.db import Database
-
-PIN_SCHEMA = Schema("keystate-pins", ("""
-CREATE TABLE keystate_pins (
-  root_did TEXT PRIMARY KEY, epoch {int} NOT NULL, root_key TEXT NOT NULL,
-  record TEXT NOT NULL, pinned {int} NOT NULL)
-""",))
 
 _GET = "SELECT record FROM keystate_pins WHERE root_did=?"
 # Forward only: a conflicting row is replaced when the new record is strictly newer under the
@@ -36,21 +27,11 @@ _OFFER = ("INSERT INTO keystate_pins (root_did, epoch, root_key, record, pinned)
           "excluded.epoch > keystate_pins.epoch AND excluded.root_key = keystate_pins.root_key")
 
 
-# The databases whose pin table this process has brought to its version (checked once each).
-_READY: weakref.WeakSet[Database] = weakref.WeakSet()
-
-
 class KeyStatePinStore:
     """The pins of one identity's senders, over its database (the door store's ``db``)."""
 
     def __init__(self, db: Database) -> None:
-        from muretai_cli.db import upgrade, version_of
-
         self.db = db
-        if db not in _READY:
-            if version_of(db, PIN_SCHEMA) != PIN_SCHEMA.latest:
-                upgrade(db, PIN_SCHEMA)
-            _READY.add(db)
 
     def get(self, root_did: str) -> dict[str, Any] | None:
         """The pinned KeyState for ``root_did`` (verify it before trusting it), or None."""

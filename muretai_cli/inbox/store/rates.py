@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from muretai_cli.inbox.store.base import StoreBase
+from muretai_cli.inbox.store.windows import RATE_WINDOW, Limits
 
 __all__ = ["RATE_WINDOW", "Limits", "Rates"]
 
-RATE_WINDOW = 60
-Limits = Sequence[tuple[str, int]]  # a request's rate buckets: (bucket, per minute)
 
 
 class _Full(Exception):

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.errors import Refused
-from muretai_cli.inbox.store.rates import RATE_WINDOW, Limits, Rates
-from muretai_cli.seam import MESSAGE_WINDOW
+from muretai_cli.inbox.store.rates import Rates
+from muretai_cli.inbox.store.windows import RATE_WINDOW, REPLAY_WINDOW, Limits
 
 if TYPE_CHECKING:
     from muretai_cli.db import Database, Tx
@@ -26,7 +26,6 @@ HELD_TOTAL = 1000  # messages held in all; past it a new stranger is refused (he
 HELD_TOTAL_CHARS = 8 * 1024 * 1024  # characters of text held in all
 HELD_LIMIT_DETAIL = "the sender's held messages are at the limit; this one was not kept"
 
-REPLAY_WINDOW = 2 * MESSAGE_WINDOW  # a messageId is remembered as long as it could be fresh
 # A received message's inbox row (``accept``): None when the inbox holds it already.
 _INBOX_INSERT = ("INSERT INTO inbox (sender, message_id, context_id, text, sent, received, "
                  "verified, sig, via, channel, reply_to, relay, reply, wba) "

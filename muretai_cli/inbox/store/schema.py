@@ -125,19 +125,26 @@ ALTER TABLE relayed ADD COLUMN claimant TEXT
 """
 
 
-# Version 8: readers read the inbox by ``seq`` (its ``id``, store-wide, strictly increasing:
+# Version 8: each sender's KeyState pin (``keystate_pins.py``): created with the store (and
+# by ``db upgrade``), so receiving never runs DDL inside a drain's or a door's transactions.
+_V8 = """
+CREATE TABLE keystate_pins (
+  root_did TEXT PRIMARY KEY, epoch {int} NOT NULL, root_key TEXT NOT NULL,
+  record TEXT NOT NULL, pinned {int} NOT NULL)
+"""
+# Version 9: readers read the inbox by ``seq`` (its ``id``, store-wide, strictly increasing:
 # rows are never deleted, so SQLite never reuses one). Each filter a reader may give has an
 # index ending in ``id``, so "50 after a cursor" is a range scan whatever the inbox holds.
 # On PostgreSQL every insert into the inbox announces the commit (``NOTIFY`` is sent when,
 # and only if, the transaction commits): what ``Database.changes`` listens for. SQLite
 # needs nothing: a watch sees any commit in the file's ``data_version``.
-_V8_INDEXES = """
+_V9_INDEXES = """
 CREATE INDEX inbox_sender_seq ON inbox (sender, id);
 CREATE INDEX inbox_context_seq ON inbox (context_id, id);
 CREATE INDEX inbox_reply_seq ON inbox (reply_to, id)
 """
 # (one line per statement: a migration is split on ``;`` at the end of a line)
-_V8_PG_NOTIFY = """
+_V9_PG_NOTIFY = """
 CREATE FUNCTION inbox_committed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('{channel}', TG_TABLE_SCHEMA); RETURN NULL; END $$;
 CREATE TRIGGER inbox_committed AFTER INSERT ON inbox FOR EACH STATEMENT EXECUTE FUNCTION inbox_committed()
 """  # noqa: E501
@@ -150,8 +157,8 @@ def door_schema() -> Schema:
     # Version 5: invites, their claims, and the contacts they made.
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
                            {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4, INVITE_TABLES,
-                           _V6, _V7, {"sqlite": _V8_INDEXES,
-                                      "postgresql": _V8_INDEXES + ";" + _V8_PG_NOTIFY.replace(
-                                          "{channel}", CHANGES_CHANNEL)}))
+                           _V6, _V7, _V8, {"sqlite": _V9_INDEXES,
+                                           "postgresql": _V9_INDEXES + ";" + _V9_PG_NOTIFY.replace(
+                                               "{channel}", CHANGES_CHANNEL)}))
 
 

@@ -55,7 +55,7 @@ class Timeline(StoreBase):
                     limit: int = 50) -> list[dict[str, Any]]:
         """Received messages with ``after`` < ``seq`` <= ``upto``, oldest first, at most
         ``limit``, filtered by sender, contextId and replyTo (None: any). A read: nothing
-        moves. Each filter given is an index's leading column (schema version 8)."""
+        moves. Each filter given is an index's leading column (schema version 9)."""
         where, params = ["id > ?", "id <= ?"], list[object]([after, upto])
         for column, value in (("sender", peer), ("context_id", context),
                               ("reply_to", reply_to)):

@@ -21,7 +21,7 @@ from muretai_cli.seam import SigningKey, canonical_bytes, seal_box
 from muretai_cli.visit.relay import Waiting
 from muretai_cli.visit.turn import TurnCheck
 from tests.door_helpers import Live, code_of, live_door
-from tests.e2e.test_multipart_text import _OneAnswer
+from tests.relay_helpers import OneAnswer
 
 NOW = int(time.time())
 
@@ -136,7 +136,7 @@ def test_on_the_relay_drain(tmp_path: Path) -> None:
              _deposit(s, bob, {**s.record(3, 2), "epoch": 4}, 2, 3)]
     store = IdentityStore(tmp_path / "bob.sqlite3")
     try:
-        counts = TurnCheck(bob, store, _OneAnswer(items), "open").step(0).counts  # type: ignore[arg-type]
+        counts = TurnCheck(bob, store, OneAnswer(items), "open").step(0).counts  # type: ignore[arg-type]
         assert counts == {"accepted": 2, "refused": 2}
         refused = {i["depositId"]: i["reason"]["code"] for i in store.unshown()
                    if i["outcome"] == "refused"}

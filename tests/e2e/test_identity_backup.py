@@ -173,3 +173,62 @@ def test_a_checked_peer_is_marked_in_every_view(tmp_path: Path) -> None:
         mine = json.loads(muretai("op", "--as", "alice", "connections", "--json").stdout)
         assert all(c["checkedOutOfBand"] is False for c in mine["connections"])
     assert (Path(os.environ["MURETAI_HOME"]) / "verified").is_dir()
+
+
+def _on_a_terminal(argv: list[str], answers: list[str]) -> tuple[int, str]:
+    """``muretai ARGV`` with a pseudo-terminal as its controlling terminal (as a person at a
+    shell): each prompt ending in ': ' is answered with the next of ``answers``."""
+    import pty
+    import select
+    import signal
+    import sys
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its stdin, stdout, stderr and /dev/tty are the terminal
+        os.execvpe(sys.executable, [sys.executable, "-m", "muretai_cli", *argv],
+                   dict(os.environ))
+    seen, since, pending = b"", b"", list(answers)
+    deadline = time.monotonic() + 60
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:  # a read must not hang
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+            raise AssertionError(f"no answer from {argv} in 60 s; it showed: {seen!r}")
+        try:
+            chunk = os.read(fd, 1024)
+        except OSError:  # the child closed the terminal: it has ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+        since += chunk
+        # answer a prompt shown since the last answer (the old one must not count twice:
+        # typed before the next prompt turns echo off, an answer is echoed, then flushed)
+        if pending and since.rstrip(b" ").endswith(b":"):
+            os.write(fd, pending.pop(0).encode() + b"\n")
+            since = b""
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
+
+
+def test_the_passphrase_is_asked_on_the_terminal_and_not_echoed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    did = new_identity("alice")
+    out = tmp_path / "alice.export.json"
+    code, shown = _on_a_terminal(["id", "export", "alice", "--to", str(out)], [PASS, PASS])
+    assert code == 0, shown
+    assert "passphrase:" in shown and PASS not in shown, "typed, never echoed"
+    code, shown = _on_a_terminal(["id", "import", str(out), "--as", "alice2"], [PASS])
+    assert code == 2 and "exists" in shown, shown       # the same DID is here already
+    elsewhere = tmp_path / "other-home"
+    monkeypatch.setenv("MURETAI_HOME", str(elsewhere))
+    code, shown = _on_a_terminal(["id", "import", str(out)], [PASS])
+    assert code == 0 and did in shown, shown
+    mismatch = tmp_path / "m.json"
+    code, shown = _on_a_terminal(["id", "export", "alice", "--to", str(mismatch)],
+                                 [PASS, PASS + "x"])
+    assert code == 2 and "passphrase-mismatch" in shown and not mismatch.exists(), shown

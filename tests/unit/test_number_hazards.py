@@ -27,7 +27,7 @@ from muretai_cli.seam import (
 from muretai_cli.visit.turn import TurnCheck
 from tests.cli_helpers import new_identity, run_json
 from tests.door_helpers import code_of, local_door
-from tests.e2e.test_multipart_text import _OneAnswer
+from tests.relay_helpers import OneAnswer
 
 NOW = int(time.time())
 
@@ -135,7 +135,7 @@ def test_on_the_relay_drain_a_hazard_is_refused_as_cannot_verify(tmp_path: Path)
              for i, r in enumerate((good, hazard))]
     store = IdentityStore(tmp_path / "bob.sqlite3")
     try:
-        counts = TurnCheck(bob, store, _OneAnswer(items), "open").step(0).counts  # type: ignore[arg-type]
+        counts = TurnCheck(bob, store, OneAnswer(items), "open").step(0).counts  # type: ignore[arg-type]
         assert counts == {"accepted": 1, "refused": 1}
         shown = {i["outcome"]: i for i in store.unshown()}
         assert shown["refused"]["reason"]["code"] == "cannot-verify"
