@@ -67,8 +67,6 @@ def inbox(
     """Conversations, both directions (sent and received, by door or relay): the one with
     the latest message last, oldest first within each; verified flag, channel, reply link.
     With --after SEQ: what was received after that seq (a cursor), optionally waiting."""
-    from muretai_cli.cli._opconv import wait_seconds
-
     seconds = wait_seconds(wait, list(ctx.args))
     if after is None:
         if wait or reply_to is not None:
@@ -104,6 +102,21 @@ def inbox(
             say(line)
     if not rows:
         note("no messages yet")
+
+
+def wait_seconds(wait: bool, extra: list[str]) -> int:
+    """``--wait`` alone is 25 s; ``--wait N`` is N (0-30): ``inbox.reader``'s bounds."""
+    from muretai_cli.inbox.reader import WAIT_DEFAULT, WAIT_MAX
+
+    if not extra:
+        return int(WAIT_DEFAULT) if wait else 0
+    if not wait or len(extra) != 1 or not extra[0].isdigit():
+        raise InputError("usage", f"unexpected argument {safe(' '.join(extra), limit=60)!r}",
+                         hint="use --wait [SECONDS] (0-30)")
+    seconds = int(extra[0])
+    if seconds > WAIT_MAX:
+        raise InputError("usage", f"--wait is at most {WAIT_MAX:g} seconds")
+    return seconds
 
 
 def _inbox_after(ctx: typer.Context, after: int, *, peer: str | None, context: str | None,
