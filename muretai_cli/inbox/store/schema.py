@@ -139,13 +139,15 @@ CREATE TABLE keystate_pins (
 # and only if, the transaction commits): what ``Database.changes`` listens for. SQLite
 # needs nothing: a watch sees any commit in the file's ``data_version``.
 _V9_INDEXES = """
-CREATE INDEX inbox_sender_seq ON inbox (sender, id);
-CREATE INDEX inbox_context_seq ON inbox (context_id, id);
-CREATE INDEX inbox_reply_seq ON inbox (reply_to, id)
+CREATE INDEX IF NOT EXISTS inbox_sender_seq ON inbox (sender, id);
+CREATE INDEX IF NOT EXISTS inbox_context_seq ON inbox (context_id, id);
+CREATE INDEX IF NOT EXISTS inbox_reply_seq ON inbox (reply_to, id)
 """
-# (one line per statement: a migration is split on ``;`` at the end of a line)
+# (one line per statement: a migration is split on ``;`` at the end of a line; each can
+# run again, as a store rolled back to an older version by hand is upgraded)
 _V9_PG_NOTIFY = """
-CREATE FUNCTION inbox_committed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('{channel}', TG_TABLE_SCHEMA); RETURN NULL; END $$;
+CREATE OR REPLACE FUNCTION inbox_committed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('{channel}', TG_TABLE_SCHEMA); RETURN NULL; END $$;
+DROP TRIGGER IF EXISTS inbox_committed ON inbox;
 CREATE TRIGGER inbox_committed AFTER INSERT ON inbox FOR EACH STATEMENT EXECUTE FUNCTION inbox_committed()
 """  # noqa: E501
 
