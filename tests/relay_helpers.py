@@ -170,7 +170,8 @@ def fill_mailbox(relay_db: Path, bob: SigningKey, count: int) -> dict[str, str]:
 
 
 class OneAnswer:
-    """A relay client (for ``TurnCheck``, no relay behind it) that lists some deposits once, then nothing; records what is acked."""
+    """A relay client (for ``TurnCheck``, no relay behind it) that lists some deposits
+    once, then nothing; records what is acked."""
 
     def __init__(self, items: list[Waiting]) -> None:
         self.items = items

@@ -6,8 +6,6 @@ deposit listed twice, or again, is stored and shown once."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +16,9 @@ from muretai_cli.db import DatabaseUnavailable
 from muretai_cli.inbox.store import IdentityStore
 from muretai_cli.net import SafeClient
 from muretai_cli.seam import SigningKey, canonical_bytes, seal_box
-from muretai_cli.visit.relay import ListenAnswer, RelayClient, Waiting
+from muretai_cli.visit.relay import RelayClient, Waiting
 from muretai_cli.visit.turn import TurnCheck
-from tests.relay_helpers import fill_mailbox, live_relay
+from tests.relay_helpers import OneAnswer, fill_mailbox, live_relay
 
 
 def test_a_drain_reuses_one_client_for_every_listen_and_ack(tmp_path: Path) -> None:
@@ -47,26 +45,6 @@ def test_a_drain_reuses_one_client_for_every_listen_and_ack(tmp_path: Path) -> N
             assert check.drain(0) == 0 and len(made) == 2  # the next drain: its own client
         finally:
             store.close()
-
-
-class _Relay:
-    """A relay client that gives one listen answer (then nothing) and records acks."""
-
-    def __init__(self, items: list[Waiting]) -> None:
-        self.items = items
-        self.acked: list[str] = []
-
-    def listen(self, key: SigningKey, *, epoch: int, wait: int) -> ListenAnswer:
-        items, self.items = self.items, []
-        return ListenAnswer(items, False)
-
-    def ack(self, key: SigningKey, *, epoch: int, ids: list[str]) -> int:
-        self.acked += ids
-        return len(ids)
-
-    @contextmanager
-    def kept_alive(self) -> Iterator[None]:
-        yield
 
 
 def _waiting(bob: SigningKey, count: int) -> list[Waiting]:
@@ -97,13 +75,13 @@ def test_a_database_failure_mid_answer_commits_and_acks_nothing_of_it(
         return real(env, now)
 
     try:
-        relay = _Relay(list(items))
+        relay = OneAnswer(list(items))
         monkeypatch.setattr(store, "accept", failing)
         with pytest.raises(DatabaseUnavailable):
             TurnCheck(bob, store, relay, "open").drain(0)  # type: ignore[arg-type]
         assert relay.acked == [] and store.unshown() == []  # the first one rolled back too
         monkeypatch.setattr(store, "accept", real)
-        relay = _Relay(list(items))
+        relay = OneAnswer(list(items))
         assert TurnCheck(bob, store, relay, "open").drain(0) == 3  # type: ignore[arg-type]
         assert [i["message"]["text"] for i in store.unshown()] == ["m0", "m1", "m2"]
         assert relay.acked == ["d0", "d1", "d2"]
@@ -116,7 +94,7 @@ def test_a_deposit_listed_twice_or_again_is_stored_and_shown_once(tmp_path: Path
     items = _waiting(bob, 2)
     store = IdentityStore(tmp_path / "bob.sqlite3")
     try:
-        relay = _Relay([items[0], items[0], items[1]])  # a relay that lists one twice
+        relay = OneAnswer([items[0], items[0], items[1]])  # a relay that lists one twice
         check = TurnCheck(bob, store, relay, "open")  # type: ignore[arg-type]
         assert check.step(0).counts == {"accepted": 2, "duplicate": 1}
         relay.items = [items[1], items[0]]  # both again, as after a lost ack

@@ -12,33 +12,14 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from muretai_cli.cli import app
 from muretai_cli.seam import SigningKey
-
-SITE_KEY = SigningKey(b"\x05" * 32)
-SITE = f"https://muretai.net/{SITE_KEY.did.split(':')[-1]}"  # DID-addressed: offline, no card
-
-
-def cli(*args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(app, list(args), input=input)
-
-
-def write(tmp_path: Path, doc: Any, name: str = "result.json") -> str:
-    path = tmp_path / name
-    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
-    return str(path)
-
-
-def meta(*entries: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": "done"}],
-            "_meta": {"handoff": {"v": 1, "next": list(entries)}}}
-
+from tests.handoff_helpers import SITE, cli, write
 
 # ---- 10: a dropped envelope is labelled by its source, not #-1 ------------------------------
 
