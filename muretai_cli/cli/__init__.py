@@ -245,8 +245,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'muretai_cli.cli' has no attribute {name!r}")
 
 
+def _split_wait(argv: list[str]) -> list[str]:
+    """``--wait=N`` as ``--wait N``: ``--wait`` is a flag whose seconds may follow it
+    (``op inbox``, ``turn-check``), so both spellings and a bare ``--wait`` work."""
+    out: list[str] = []
+    for index, arg in enumerate(argv):
+        if arg == "--":  # what follows is an argument (a message's text), as it is
+            return out + argv[index:]
+        out.extend(arg.split("=", 1) if arg.startswith("--wait=") else [arg])
+    return out
+
+
 def main() -> None:
-    argv = sys.argv[1:]
+    argv = sys.argv[1:] = _split_wait(sys.argv[1:])
     app = build_app(_invoked(argv))
     if "--json" not in argv:
         app(prog_name="muretai")

@@ -27,19 +27,6 @@ def register(op_app: typer.Typer) -> None:
     op_app.command("connections")(connections)
 
 
-def _wait_seconds(wait: bool, extra: list[str]) -> int:
-    """``--wait`` alone is 25 s; ``--wait N`` is N (0-30)."""
-    if not extra:
-        return 25 if wait else 0
-    if not wait or len(extra) != 1 or not extra[0].isdigit():
-        raise InputError("usage", f"unexpected argument {safe(' '.join(extra), limit=60)!r}",
-                         hint="use --wait [SECONDS] (0-30)")
-    seconds = int(extra[0])
-    if seconds > 30:
-        raise InputError("usage", "--wait is at most 30 seconds")
-    return seconds
-
-
 def turn_check(
     ctx: typer.Context,
     wait: Annotated[bool, typer.Option("--wait", help="Wait for a message if none is "
@@ -56,14 +43,14 @@ def turn_check(
     acknowledged. What cannot be opened or verified is acknowledged and reported as refused.
     """
     from muretai_cli.cli._acting import op_identity
-    from muretai_cli.cli._opdoor import op_store
+    from muretai_cli.cli._opdoor import op_store, wait_seconds
     from muretai_cli.cli._visitout import client_for
     from muretai_cli.home import Profiles
     from muretai_cli.inbox.consent import policy_of
     from muretai_cli.visit.relay import RelayClient
     from muretai_cli.visit.turn import TurnCheck
 
-    seconds = _wait_seconds(wait, list(ctx.args))
+    seconds = wait_seconds(wait, list(ctx.args))
     ident = op_identity(ctx)
     relay_url = Profiles().relay_of(ident.did)
     if relay_url is None:

@@ -16,6 +16,7 @@ from muretai_cli.cli._json import emit_json
 from muretai_cli.cli._out import JsonOpt, note, say
 from muretai_cli.cli._text import safe, when
 from muretai_cli.cli._visitout import quoted
+from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.store import IdentityStore
@@ -37,7 +38,7 @@ def op_store(ctx: typer.Context) -> IdentityStore:
 
 def register(op_app: typer.Typer) -> None:
     """Add the owner's commands to the ``op`` group."""
-    op_app.command("inbox")(inbox)
+    op_app.command("inbox", context_settings={"allow_extra_args": True})(inbox)
     op_app.add_typer(requests_app, name="requests")
     op_app.add_typer(senders_app, name="senders")
 
@@ -49,10 +50,32 @@ def inbox(
     context: Annotated[str | None, typer.Option("--context", help="Only this conversation "
                                                 "(its contextId).", show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Everything, not the last 20.")] = False,
+    after: Annotated[int | None, typer.Option(
+        "--after", min=0, help="Received messages after this seq, oldest first, each with "
+        "its seq, and `latest` (read by cursor: moves nobody's position).",
+        show_default=False)] = None,
+    reply_to: Annotated[str | None, typer.Option(
+        "--reply-to", help="With --after: only answers to this messageId.",
+        show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", help="With --after: at most this many.")
+                     ] = 50,
+    wait: Annotated[bool, typer.Option("--wait", help="With --after: wait for one if none is "
+                                       "there yet: 25 s, or the seconds after it (≤ 30).")
+                    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Conversations, both directions (sent and received, by door or relay): the one with
-    the latest message last, oldest first within each; verified flag, channel, reply link."""
+    the latest message last, oldest first within each; verified flag, channel, reply link.
+    With --after SEQ: what was received after that seq (a cursor), optionally waiting."""
+    seconds = wait_seconds(wait, list(ctx.args))
+    if after is None:
+        if wait or reply_to is not None:
+            raise InputError("usage", "--wait and --reply-to read after a cursor",
+                             hint="add --after SEQ (0: from the start)")
+    else:
+        _inbox_after(ctx, after, peer=peer, context=context, reply_to=reply_to,
+                     limit=limit, seconds=seconds if wait else None, json_out=json_out)
+        return
     store = op_store(ctx)
     try:
         if peer is not None:
@@ -79,6 +102,55 @@ def inbox(
             say(line)
     if not rows:
         note("no messages yet")
+
+
+def wait_seconds(wait: bool, extra: list[str]) -> int:
+    """``--wait`` alone is 25 s; ``--wait N`` is N (0-30): ``inbox.reader``'s bounds."""
+    from muretai_cli.inbox.reader import WAIT_DEFAULT, WAIT_MAX
+
+    if not extra:
+        return int(WAIT_DEFAULT) if wait else 0
+    if not wait or len(extra) != 1 or not extra[0].isdigit():
+        raise InputError("usage", f"unexpected argument {safe(' '.join(extra), limit=60)!r}",
+                         hint="use --wait [SECONDS] (0-30)")
+    seconds = int(extra[0])
+    if seconds > WAIT_MAX:
+        raise InputError("usage", f"--wait is at most {WAIT_MAX:g} seconds")
+    return seconds
+
+
+def _inbox_after(ctx: typer.Context, after: int, *, peer: str | None, context: str | None,
+                 reply_to: str | None, limit: int, seconds: int | None,
+                 json_out: bool) -> None:
+    from muretai_cli.inbox.reader import read_after, wait_after
+
+    store = op_store(ctx)
+    try:
+        if peer is not None:
+            peer = did_option(peer, "--peer", store=store)
+        if seconds is None:
+            page = read_after(store, after, peer=peer, context=context, reply_to=reply_to,
+                              limit=limit)
+        else:
+            page = wait_after(store, after, peer=peer, context=context, reply_to=reply_to,
+                              limit=limit, timeout=seconds)
+    finally:
+        store.close()
+    checked = checked_peers(ctx)
+    entries = [{**e, "direction": "in", "checkedOutOfBand": e["from"] in checked}
+               for e in page.entries]
+    if json_out:
+        emit_json({"ok": True, **page.to_json(), "entries": entries,
+                   "timedOut": page.waited})
+        return
+    for e in entries:
+        lines = message_lines({**e, "peer": e["from"]})
+        say(f"seq {e['seq']}  {lines[0]}")
+        for line in lines[1:]:
+            say(line)
+    if not entries:
+        note(f"nothing after seq {after}" + (" (the wait ended)" if page.waited else ""))
+    note(f"latest {page.latest}; next: --after {page.cursor}")
 
 
 def message_lines(m: dict[str, Any]) -> list[str]:

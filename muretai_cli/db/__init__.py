@@ -1,6 +1,7 @@
 """The database layer under the stores: one interface, SQLite and PostgreSQL behind it.
 
-    Database        a store's database: ``transaction()``, ``execute()``, ``describe()``
+    Database        a store's database: ``transaction()``, ``execute()``, ``describe()``,
+                    ``changes()`` (a watch woken by any process's commit)
     ├── SqliteDatabase     one file per store (the default; unchanged files)
     └── PostgresDatabase   a schema per store in a PostgreSQL database, reached by a pool
     Schema / upgrade / require   versioned schemas (``muretai db init|upgrade``)
@@ -24,6 +25,8 @@ from pathlib import Path
 
 from muretai_cli.db._batch import Batcher
 from muretai_cli.db._core import (
+    CHANGES_CHANNEL,
+    Changes,
     Conflict,
     Database,
     DatabaseFull,
@@ -47,7 +50,9 @@ from muretai_cli.db._schema import Schema, require, upgrade, version_of
 from muretai_cli.errors import InputError
 
 __all__ = [
+    "CHANGES_CHANNEL",
     "Batcher",
+    "Changes",
     "Conflict",
     "Database",
     "DatabaseFull",

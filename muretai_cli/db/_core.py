@@ -34,6 +34,9 @@ from muretai_cli.errors import (
 )
 
 Dialect = Literal["sqlite", "postgresql"]
+# The PostgreSQL channel a store's commits are announced on (payload: the store's schema),
+# by its schema's triggers inside the committing transaction (``Database.changes``).
+CHANGES_CHANNEL = "muretai_store"
 Params = Sequence[Any]
 Row = tuple[Any, ...]
 
@@ -134,6 +137,20 @@ class Tx(ABC):
         return self.execute(sql, params).rows
 
 
+class Changes(ABC):
+    """A watch on what any process commits to one store's database (``Database.changes``).
+
+    Open it BEFORE reading what it guards, then read, then ``wait``: a commit made between
+    the read and the wait still wakes it. A wake may be for nothing (another table, another
+    store on the same server): the caller reads again, which costs one query.
+    """
+
+    @abstractmethod
+    def wait(self, timeout: float) -> bool:
+        """Block until a commit may have happened since the watch opened or last woke (True),
+        or ``timeout`` seconds passed without one (False)."""
+
+
 class Database(ABC):
     """One store's database: a SQLite file or a PostgreSQL schema reached through a pool.
 
@@ -187,6 +204,12 @@ class Database(ABC):
     @abstractmethod
     def ensure_namespace(self) -> None:
         """Create the place the store's tables live in (a PostgreSQL schema; nothing on SQLite)."""
+
+    @abstractmethod
+    def changes(self) -> AbstractContextManager[Changes]:
+        """A watch on commits to this store by any process: SQLite polls ``PRAGMA
+        data_version`` (cheap, changes only when another connection commits), PostgreSQL
+        LISTENs for the ``NOTIFY`` the schema's triggers send in the committing transaction."""
 
     @contextmanager
     def batch(self, *, exclusive: bool = True) -> Iterator[Database]:
@@ -249,6 +272,9 @@ class _InTransaction(Database):
 
     def ensure_namespace(self) -> None:
         self._outer.ensure_namespace()
+
+    def changes(self) -> AbstractContextManager[Changes]:
+        raise RuntimeError("a batch cannot wait for commits: it would wait on itself")
 
 
 def padded_chunks(values: Sequence[Any], size: int) -> Iterator[list[Any]]:

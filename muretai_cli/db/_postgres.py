@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -26,6 +27,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from muretai_cli.db._core import (
+    CHANGES_CHANNEL,
+    Changes,
     Conflict,
     Database,
     DatabaseFull,
@@ -117,6 +120,23 @@ class _PgTx(Tx):
             return _result(self._conn.execute(to_format_style(sql), params))
 
 
+class _Notified(Changes):
+    """PostgreSQL's watch: ``NOTIFY muretai_store, '<schema>'`` received on a LISTEN."""
+
+    def __init__(self, conn: psycopg.Connection[Any], namespace: str) -> None:
+        self._conn = conn
+        self._namespace = namespace
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + max(0.0, timeout)
+        with _engine_errors():
+            while (left := deadline - time.monotonic()) > 0:
+                for note in self._conn.notifies(timeout=left, stop_after=1):
+                    if note.payload == self._namespace:
+                        return True
+        return False
+
+
 class PostgresDatabase(Database):
     dialect = "postgresql"
     json_batches = True
@@ -188,6 +208,21 @@ class PostgresDatabase(Database):
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock,))
             conn.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
                 pgsql.Identifier(self.namespace)))
+
+    @contextmanager
+    def changes(self) -> Iterator[Changes]:
+        # A connection of its own, outside the pool: it sits in LISTEN for the whole wait.
+        try:
+            conn = psycopg.Connection.connect(self.url, autocommit=True,
+                                              connect_timeout=CONNECT_TIMEOUT)
+        except _AWAY as exc:
+            raise _unavailable(exc) from None
+        try:
+            with _engine_errors():
+                conn.execute(pgsql.SQL("LISTEN {}").format(pgsql.Identifier(CHANGES_CHANNEL)))
+            yield _Notified(conn, self.namespace)
+        finally:
+            conn.close()
 
     def close(self) -> None:
         self._pool.close()

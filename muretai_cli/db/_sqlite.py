@@ -18,11 +18,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from muretai_cli.db._core import (
+    Changes,
     Conflict,
     Database,
     DatabaseFull,
@@ -39,6 +41,9 @@ from muretai_cli.errors import InputError, MuretaiError
 from muretai_cli.home import ensure_private_dir
 
 BUSY_TIMEOUT = 10.0
+# How often a watch asks the file whether anyone committed: a wake within this of the
+# commit, for one cheap PRAGMA (no disk read: the WAL index in shared memory) per tick.
+WATCH_INTERVAL = 0.01
 _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
 # This says the storage refused (SQLite maps EIO, EFBIG and EDQUOT on a write to
 # SQLITE_IOERR_*; ENOSPC alone to SQLITE_FULL), not that the path is wrong. A permission
@@ -121,6 +126,37 @@ class _SqliteTx(Tx):
             raise failure from None
 
 
+class _DataVersion(Changes):
+    """SQLite's watch: ``PRAGMA data_version`` polled every ``WATCH_INTERVAL``."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self._path = path
+        self._seen = self._version()
+
+    def _version(self) -> int:
+        try:
+            row = self._conn.execute("PRAGMA data_version").fetchone()
+        except sqlite3.Error as exc:
+            failure = _failure(exc, self._path)
+            if failure is None:
+                raise
+            raise failure from None
+        return int(row[0])
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            now = self._version()
+            if now != self._seen:
+                self._seen = now
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(WATCH_INTERVAL, left))
+
+
 _WAL_FILES = ("-wal", "-shm")  # beside a database in WAL mode, holding its latest writes
 
 
@@ -191,6 +227,20 @@ class SqliteDatabase(Database):
 
     def ensure_namespace(self) -> None:
         return None
+
+    @contextmanager
+    def changes(self) -> Iterator[Changes]:
+        # A connection of its own: ``data_version`` moves for every other connection's
+        # commit, this store's own included.
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT,
+                                   check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise self._open_failure(exc) from None
+        try:
+            yield _DataVersion(conn, self.path)
+        finally:
+            conn.close()
 
     def close(self) -> None:
         self._db.close()

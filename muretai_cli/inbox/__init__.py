@@ -2,6 +2,7 @@
 drain): the ladder after transport, consent, and the per-identity store.
 
     ladder.py   the rungs, cheapest first, each refusing with a JSON-RPC code
+    reader.py   many readers: the inbox after a cursor (``seq``), and a wait for what comes
     consent.py  the owner's rules (policy, grants, holds, allow/block lists): admit or refuse
     store/      the identity store (``IdentityStore``): one module per table group (grants,
                 uses, rates, receipts and replay, decisions and requests, sent and
@@ -12,4 +13,4 @@ use it.
 """
 
 # The room's public surface: its modules (each imported on first use, never here).
-__all__ = ["arrival", "claims", "consent", "invites", "ladder", "relayed", "store"]
+__all__ = ["arrival", "claims", "consent", "invites", "ladder", "reader", "relayed", "store"]

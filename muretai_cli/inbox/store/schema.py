@@ -132,15 +132,35 @@ CREATE TABLE keystate_pins (
   root_did TEXT PRIMARY KEY, epoch {int} NOT NULL, root_key TEXT NOT NULL,
   record TEXT NOT NULL, pinned {int} NOT NULL)
 """
+# Version 9: readers read the inbox by ``seq`` (its ``id``, store-wide, strictly increasing:
+# rows are never deleted, so SQLite never reuses one). Each filter a reader may give has an
+# index ending in ``id``, so "50 after a cursor" is a range scan whatever the inbox holds.
+# On PostgreSQL every insert into the inbox announces the commit (``NOTIFY`` is sent when,
+# and only if, the transaction commits): what ``Database.changes`` listens for. SQLite
+# needs nothing: a watch sees any commit in the file's ``data_version``.
+_V9_INDEXES = """
+CREATE INDEX IF NOT EXISTS inbox_sender_seq ON inbox (sender, id);
+CREATE INDEX IF NOT EXISTS inbox_context_seq ON inbox (context_id, id);
+CREATE INDEX IF NOT EXISTS inbox_reply_seq ON inbox (reply_to, id)
+"""
+# (one line per statement: a migration is split on ``;`` at the end of a line; each can
+# run again, as a store rolled back to an older version by hand is upgraded)
+_V9_PG_NOTIFY = """
+CREATE OR REPLACE FUNCTION inbox_committed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('{channel}', TG_TABLE_SCHEMA); RETURN NULL; END $$;
+DROP TRIGGER IF EXISTS inbox_committed ON inbox;
+CREATE TRIGGER inbox_committed AFTER INSERT ON inbox FOR EACH STATEMENT EXECUTE FUNCTION inbox_committed()
+"""  # noqa: E501
 
 
 def door_schema() -> Schema:
-    from muretai_cli.db import Schema
+    from muretai_cli.db import CHANGES_CHANNEL, Schema
     from muretai_cli.inbox.invites import INVITE_TABLES
 
     # Version 5: invites, their claims, and the contacts they made.
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
                            {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4, INVITE_TABLES,
-                           _V6, _V7, _V8))
+                           _V6, _V7, _V8, {"sqlite": _V9_INDEXES,
+                                           "postgresql": _V9_INDEXES + ";" + _V9_PG_NOTIFY.replace(
+                                               "{channel}", CHANGES_CHANNEL)}))
 
 

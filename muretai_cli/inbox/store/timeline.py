@@ -45,6 +45,39 @@ class Timeline(StoreBase):
         return out
 
 
+    def latest_seq(self) -> int:
+        """The highest ``seq`` the inbox holds (0: none yet)."""
+        row = self.db.one("SELECT COALESCE(MAX(id), 0) FROM inbox")
+        return int(row[0]) if row else 0
+
+    def inbox_after(self, after: int, upto: int, *, peer: str | None = None,
+                    context: str | None = None, reply_to: str | None = None,
+                    limit: int = 50) -> list[dict[str, Any]]:
+        """Received messages with ``after`` < ``seq`` <= ``upto``, oldest first, at most
+        ``limit``, filtered by sender, contextId and replyTo (None: any). A read: nothing
+        moves. Each filter given is an index's leading column (schema version 9)."""
+        where, params = ["id > ?", "id <= ?"], list[object]([after, upto])
+        for column, value in (("sender", peer), ("context_id", context),
+                              ("reply_to", reply_to)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        # Only fixed fragments are joined (the values are parameters): one statement per set
+        # of filters, so the planner picks that filter's index (``? IS NULL OR`` defeats it).
+        sql = ("SELECT id, sender, message_id, context_id, reply_to, text, sent, received, "  # noqa: S608
+               "verified, channel, via, wba FROM inbox WHERE " + " AND ".join(where)
+               + " ORDER BY id LIMIT ?")
+        rows = self.db.all(sql, (*params, limit))
+        keys = ("seq", "from", "messageId", "contextId", "replyTo", "text", "timestamp",
+                "received", "verified", "channel", "via", "wba")
+        from muretai_cli.db import damaged
+
+        out = [{**dict(zip(keys, r, strict=True)), "damaged": damaged(r)} for r in rows]
+        for item in out:
+            item["verified"] = bool(item["verified"])
+            item["wba"] = wba_of(item["wba"])
+        return out
+
     def record_sent(self, *, peer: str, message: dict[str, Any], channel: str,
                     state: SentState, now: int, address: str | None = None,
                     reply_to: str | None = None, request_id: str | None = None) -> None:
