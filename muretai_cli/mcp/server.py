@@ -144,6 +144,27 @@ class Tools:
             doc["ok"] = True  # held is the peer's owner deciding, not a failure of the send
         return _as_result(doc, "send_message")
 
+    def read_inbox(self, after: Any, peer: Any, context: Any, reply_to: Any, limit: Any,
+                   timeout: Any = None, wait: bool = False) -> dict[str, Any]:
+        from muretai_cli.inbox.reader import READ_LIMIT, read_after, wait_after
+
+        cursor = 0 if after is None else after
+        count = READ_LIMIT if limit is None else limit
+        who = None if peer is None else _did(peer, "peer")
+        conv = _string(context, "context", limit=MAX_ID, required=False)
+        answering = _string(reply_to, "reply_to", limit=MAX_ID, required=False)
+        store = self.store()
+        try:
+            if wait:
+                page = wait_after(store, cursor, peer=who, context=conv, reply_to=answering,
+                                  limit=count, timeout=timeout)
+            else:
+                page = read_after(store, cursor, peer=who, context=conv, reply_to=answering,
+                                  limit=count)
+        finally:
+            store.close()
+        return ok(**page.to_json(), timedOut=page.waited)
+
     def requests_list(self) -> dict[str, Any]:
         store = self.store()
         try:
@@ -326,6 +347,32 @@ def build_server(ident: "Identity", db: str | None = None, *,
         url: Annotated[Any, _typed("string", "Where the peer's door is, for a first DM.")],
     ) -> dict[str, Any]:
         return _guarded(lambda: tools.send_message(to, text, context, reply_to, url))
+
+    @server.tool(description="Messages received after a cursor (seq); moves nobody's position.")
+    def read_inbox(
+        after: Annotated[Any, _typed("integer", "The seq to read after (0: from the start).")],
+        peer: Annotated[Any, _typed("string", "Only from this DID.")],
+        context: Annotated[Any, _typed("string", "Only in this conversation (contextId).")],
+        reply_to: Annotated[Any, _typed("string", "Only answers to this messageId.")],
+        limit: Annotated[Any, _typed("integer", "At most this many entries (default 50).")],
+    ) -> dict[str, Any]:
+        return _guarded(lambda: tools.read_inbox(after, peer, context, reply_to, limit))
+
+    @server.tool(description="Wait for a message after a cursor: at once when one is there, "
+                             "else up to timeout seconds (25 by default, 30 at most).")
+    async def wait_for_message(
+        after: Annotated[Any, _typed("integer", "The seq to wait after.")],
+        peer: Annotated[Any, _typed("string", "Only from this DID.")],
+        context: Annotated[Any, _typed("string", "Only in this conversation (contextId).")],
+        reply_to: Annotated[Any, _typed("string", "Only answers to this messageId.")],
+        timeout: Annotated[Any, _typed("number", "Seconds to wait (at most 30).")],
+    ) -> dict[str, Any]:
+        import anyio.to_thread
+
+        def run() -> dict[str, Any]:
+            return _guarded(lambda: tools.read_inbox(after, peer, context, reply_to, None,
+                                                     timeout, wait=True))
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
 
     @server.tool(description="Held first contacts waiting for the owner's decision.")
     def requests_list() -> dict[str, Any]:

@@ -154,6 +154,16 @@ def test_agent_may_decide_decides(door: Any) -> None:
         done = await rec.call("requests_respond", id=request_id, decision="approve")
         assert done["ok"] is True and done["decision"] == "approve", done
         assert (await rec.call("requests_list"))["requests"] == []
+        page = await rec.call("read_inbox")
+        assert [e["text"] for e in page["entries"]] == ["hello shop[2J"]  # ESC stripped
+        again = await rec.call("read_inbox")  # reading moved nothing
+        assert again["entries"] == page["entries"]
+        behind = await rec.call("wait_for_message", after=0, timeout=30)
+        assert behind["entries"] == page["entries"]  # at once: an entry is already there
+        idle = await rec.call("wait_for_message", after=page["latest"], timeout=0.2)
+        assert idle["ok"] is True and idle["entries"] == [] and idle["timedOut"] is True
+        bad = await rec.call("read_inbox", after="SYSTEM")
+        assert bad["ok"] is False and bad["code"] == "bad-cursor"
     serve("shop", body, "--agent-may-decide")
 
 
