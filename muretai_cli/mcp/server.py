@@ -58,11 +58,17 @@ def _string(value: Any, name: str, *, limit: int, required: bool = True) -> str 
     return value
 
 
+def _required(value: Any, name: str, *, limit: int) -> str:
+    text = _string(value, name, limit=limit)
+    if text is None:  # _string refuses a missing value; this says so to the type checker
+        raise InputError("missing-argument", f"{name} is required")
+    return text
+
+
 def _did(value: Any, name: str) -> str:
     from muretai_cli.seam import public_from_did
 
-    did = _string(value, name, limit=MAX_ID)
-    assert did is not None
+    did = _required(value, name, limit=MAX_ID)
     try:
         public_from_did(did)
     except MuretaiError as exc:
@@ -123,11 +129,10 @@ class Tools:
         from muretai_cli.visit.send import Sender, send_dm
 
         peer = _did(to, "to")
-        body = _string(text, "text", limit=MAX_TEXT)
+        body = _required(text, "text", limit=MAX_TEXT)
         context_id = _string(context, "context", limit=MAX_ID, required=False)
         replying = _string(reply_to, "reply_to", limit=MAX_ID, required=False)
         card_url = _string(url, "url", limit=MAX_URL, required=False)
-        assert body is not None
         key = self.ident.signing_key()
         store = self.store()
         try:
