@@ -43,6 +43,7 @@ SURFACES: dict[str, list[str]] = {
              "LintStream", "Manifest", "Mode", "RawResult", "ResultReader", "ResultReport",
              "Severity", "Shape", "Tally", "View", "level_report", "lint_bytes", "lint_raw",
              "lint_stream", "parse_manifest"],
+    "mcp": ["build_server", "run_server"],
     "net": ["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "MAX_REDIRECTS", "Deadline", "HttpResult",
             "SafeClient", "check_request_url", "http_refusal", "private_addresses",
             "retry_after_seconds", "user_agent"],
@@ -84,6 +85,7 @@ SURFACES: dict[str, list[str]] = {
 LAYERS: list[set[str]] = [
     {"__main__"},
     {"cli"},
+    {"mcp"},  # the second shell: cli/ starts it (`muretai mcp`)
     {"doctor", "conformance"},
     {"site"},
     {"door", "relay", "visit", "lint"},
@@ -99,6 +101,7 @@ LAYERS: list[set[str]] = [
 ]
 SHELLS = {"cli", "__main__"}
 UI = {"typer", "rich", "click"}
+MCP_SDK = "mcp"  # the official MCP SDK's top-level package (not the room muretai_cli.mcp)
 
 
 @dataclass(frozen=True)
@@ -283,6 +286,15 @@ def test_typer_and_rich_only_in_the_shell() -> None:
     found = [f"{e.source}:{e.line} imports {e.target}" for e in EDGES
              if e.target in UI and room_of(e.source) not in SHELLS]
     assert found == []
+
+
+def test_the_mcp_sdk_only_in_the_mcp_shell() -> None:
+    # the room muretai_cli.mcp speaks MCP; cli/ only starts it, lazily (a command that is
+    # not `muretai mcp` never imports the SDK: tests/e2e/test_mcp_server.py runs one)
+    found = [f"{e.source}:{e.line} imports the SDK" for e in EDGES
+             if e.target == MCP_SDK and room_of(e.source) != "mcp"]
+    assert found == []
+    assert any(e.target == MCP_SDK for e in EDGES if room_of(e.source) == "mcp")
 
 
 def test_no_import_circles() -> None:
