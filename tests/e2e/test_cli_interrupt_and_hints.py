@@ -28,6 +28,13 @@ from tests.door_helpers import live_door
 from tests.relay_helpers import LiveRelay, live_relay
 from tests.waiting import wait_until
 
+# Ctrl-C as at a terminal: a test run started in the background by a shell without job
+# control has SIGINT ignored, a child inherits that, and Python then never raises
+# KeyboardInterrupt (rightly: a background job keeps ignoring Ctrl-C). This small exec
+# wrapper puts SIGINT back to its default before the CLI starts.
+_CTRL_C_DEFAULT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                   "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+
 
 @contextmanager
 def _waiting_turn_check(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str],
@@ -37,7 +44,8 @@ def _waiting_turn_check(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess
         new_identity("me")
         assert run("id", "relay", "me", relay.url).exit_code == 0
         me = KeyStore(keys_dir()).load("me").did
-        proc = subprocess.Popen([sys.executable, "-m", "muretai_cli", "op", "--as", "me",
+        proc = subprocess.Popen([sys.executable, "-c", _CTRL_C_DEFAULT, "-m", "muretai_cli",
+                                 "op", "--as", "me",
                                  "turn-check", *args], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env={**os.environ})
         try:
