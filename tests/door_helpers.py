@@ -68,6 +68,18 @@ class Live:
         return open_identity_store(self.did, self.db) if self.db else IdentityStore(db_path(self.did))
 
 
+def pinned_epoch(door: Live, root: str) -> int | None:
+    """The epoch of the KeyState the door has pinned for ``root`` (None: no pin)."""
+    from muretai_cli.inbox.store.keystate_pins import KeyStatePinStore
+
+    store = door.store()
+    try:
+        record = KeyStatePinStore(store.db).get(root)
+    finally:
+        store.close()
+    return None if record is None else int(record["epoch"])
+
+
 def send_request(sender: SigningKey, to: str, text: str = "hello", *, now: int | None = None,
                  mid: str | None = None, ctx: str | None = None, rid: Any = 1) -> dict[str, Any]:
     env = sign_envelope(sender, to=to, text=text, timestamp=int(time.time()) if now is None

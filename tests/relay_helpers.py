@@ -188,3 +188,17 @@ class OneAnswer:
     @contextmanager
     def kept_alive(self) -> Iterator[None]:
         yield
+
+
+def relay_identities(relay: LiveRelay, *names: str) -> dict[str, SigningKey]:
+    """New identities on ``relay``, each with its card published there: name -> key."""
+    from muretai_cli.home import KeyStore, keys_dir
+    from tests.cli_helpers import new_identity, run
+
+    keys = {}
+    for name in names:
+        new_identity(name)
+        assert run("id", "relay", name, relay.url).exit_code == 0
+        assert run("card", "publish", "--as", name).exit_code == 0
+        keys[name] = KeyStore(keys_dir()).load(name).signing_key()
+    return keys

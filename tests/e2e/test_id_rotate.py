@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from muretai_cli.home import KeyStore, keys_dir
-from muretai_cli.inbox.store.keystate_pins import KeyStatePinStore
 from tests.cli_helpers import new_identity, run, run_json
-from tests.door_helpers import Live, local_door
+from tests.door_helpers import local_door, pinned_epoch
 
 
 def _signed_to(to: str, text: str = "hello") -> dict[str, Any]:
@@ -22,15 +21,6 @@ def _signed_to(to: str, text: str = "hello") -> dict[str, Any]:
     assert result.exit_code == 0, result.stderr
     doc: dict[str, Any] = json.loads(result.stdout)
     return doc
-
-
-def _pin_epoch(door: Live, root: str) -> int | None:
-    store = door.store()
-    try:
-        record = KeyStatePinStore(store.db).get(root)
-    finally:
-        store.close()
-    return None if record is None else record["epoch"]
 
 
 def test_rotate_then_messages_are_signed_by_the_op_key_with_the_record() -> None:
@@ -69,10 +59,10 @@ def test_a_door_accepts_a_rotated_identity_and_refuses_its_rolled_back_record() 
         assert code == 0
         old = _signed_to(door.did, "first")
         assert "result" in door.rpc(old), "an op-key message is accepted"
-        assert _pin_epoch(door, first["did"]) == 1
+        assert pinned_epoch(door, first["did"]) == 1
         assert run("id", "rotate", "alice").exit_code == 0
         assert "result" in door.rpc(_signed_to(door.did, "second"))
-        assert _pin_epoch(door, first["did"]) == 2
+        assert pinned_epoch(door, first["did"]) == 2
         # the first op key, with its (genuine, older) record, is no longer this identity
         old["params"]["message"]["messageId"] = "m-replayed-by-a-thief"
         doc = door.rpc(old)

@@ -20,25 +20,18 @@ from typing import Any
 
 from muretai_cli.artifacts.invite import build_claim, verify_invite
 from muretai_cli.cli._visitout import client_for
-from muretai_cli.home import KeyStore, keys_dir
 from muretai_cli.inbox.store import IdentityStore, db_path
 from muretai_cli.seam import SigningKey, canonical_bytes, seal_box
 from muretai_cli.visit.relay import RelayClient
 from muretai_cli.visit.turn import TurnCheck, event_of
-from tests.cli_helpers import new_identity, run
-from tests.relay_helpers import LiveRelay, deposit_body, live_relay
+from tests.cli_helpers import run
+from tests.relay_helpers import LiveRelay, deposit_body, live_relay, relay_identities
 
 DAY = 86400
 
 
 def _people(relay: LiveRelay) -> dict[str, SigningKey]:
-    keys = {}
-    for name in ("ines", "jo"):
-        new_identity(name)
-        assert run("id", "relay", name, relay.url).exit_code == 0
-        assert run("card", "publish", "--as", name).exit_code == 0
-        keys[name] = KeyStore(keys_dir()).load(name).signing_key()
-    return keys
+    return relay_identities(relay, "ines", "jo")
 
 
 def _invite(ttl: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from muretai_cli.inbox.store.keystate_pins import KeyStatePinStore
 from muretai_cli.seam import SigningKey, canonical_bytes, seal_box
 from muretai_cli.visit.relay import Waiting
 from muretai_cli.visit.turn import TurnCheck
-from tests.door_helpers import Live, code_of, live_door
+from tests.door_helpers import Live, code_of, live_door, pinned_epoch
 from tests.relay_helpers import OneAnswer
 
 NOW = int(time.time())
@@ -51,15 +51,6 @@ def door() -> Iterator[Live]:
 def reason(doc: dict[str, Any]) -> tuple[int | None, str | None]:
     err = doc.get("error")
     return (err["code"], err["data"]["reason"]) if err else (None, None)
-
-
-def pinned_epoch(door: Live, root: str) -> int | None:
-    store = door.store()
-    try:
-        record = KeyStatePinStore(store.db).get(root)
-    finally:
-        store.close()
-    return None if record is None else record["epoch"]
 
 
 def test_an_op_key_message_is_accepted_and_its_record_pinned(door: Live) -> None:

@@ -21,10 +21,9 @@ from typing import Any
 import pytest
 
 from muretai_cli.artifacts.invite import build_claim, verify_invite
-from muretai_cli.home import KeyStore, keys_dir
 from muretai_cli.seam import SigningKey, canonical_bytes, seal_box
-from tests.cli_helpers import new_identity, run
-from tests.relay_helpers import LiveRelay, deposit_body, live_relay
+from tests.cli_helpers import run
+from tests.relay_helpers import LiveRelay, deposit_body, live_relay, relay_identities
 
 
 def _j(*args: str) -> dict[str, Any]:
@@ -35,12 +34,7 @@ def _j(*args: str) -> dict[str, Any]:
 
 
 def _setup(relay: LiveRelay) -> tuple[dict[str, SigningKey], dict[str, Any]]:
-    keys = {}
-    for name in ("ines", "jo"):
-        new_identity(name)
-        assert run("id", "relay", name, relay.url).exit_code == 0
-        assert run("card", "publish", "--as", name).exit_code == 0
-        keys[name] = KeyStore(keys_dir()).load(name).signing_key()
+    keys = relay_identities(relay, "ines", "jo")
     return keys, _j("invite", "create", "--as", "ines", "--uses", "1")
 
 
