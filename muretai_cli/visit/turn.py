@@ -20,6 +20,11 @@ A claim names its claimant (host, pid, the process's start time): a newer turn-c
 as interrupted only rows whose claimant is gone, never those a live turn-check (one it is
 superseding, still printing) holds.
 
+One process per identity listens (``home.hold_listener``: a lease the OS frees with its
+holder). ``drain_unless_held`` drains under it, or answers None and asks the relay nothing
+while another process holds it; ``TurnCheck.wait_stored`` is how a reader beside that holder
+waits for what it stores. The relay's epochs still decide between machines.
+
 ``TurnCheck.at`` is called with the name of each of these points (``KILL_POINTS``); it does
 nothing unless a test binds it (the CLI's ``MURETAI_TEST_KILL_AT`` seam, which kills the
 process there, so each row of the table above is tested with a real kill -9).
