@@ -157,3 +157,15 @@ def test_an_unreachable_issuer_is_not_revoked_but_reported_and_a_seen_list_is_ke
     checker.problems.clear()
     assert checker.revoked(issuer.did, "urn:a", closed)  # the outage forgets nothing
     assert checker.problems[issuer.did] == "unreachable"
+
+
+def test_proposals_count_against_the_introducer_s_rate() -> None:
+    with live_door("quarantine", name="bob", rate_per_sender=2) as bob:
+        alice = SigningKey(bytes(range(5, 37)))
+        now = int(time.time())
+        answers = [bob.rpc({"jsonrpc": "2.0", "id": n, "method": "introduce/propose",
+                            "params": mint_proposal(alice, mint_introduction(
+                                alice, subject=CAROL.did, to=bob.did, now=now),
+                                to=bob.did, now=now)}) for n in range(3)]
+    assert [code_of(a) for a in answers] == [None, None, -32004]
+    assert reason_of(answers[2]) == "rate-limited"
