@@ -292,7 +292,7 @@ _RPC_CODES = {"malformed": Code.INVALID_PARAMS, "wrong-typ": Code.INVALID_PARAMS
 
 def rpc_code(reason: str) -> Code:
     """The door's JSON-RPC code for a refused proposal or response: a credential's own
-    refusal is -32011 (invalid or revoked); the signature's by default."""
+    refusal is GRANT_REFUSED (invalid or revoked); the signature's by default."""
     if reason.startswith("credential-"):
         return Code.GRANT_REFUSED
     return _RPC_CODES.get(reason, Code.SIGNATURE)
