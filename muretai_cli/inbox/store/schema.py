@@ -175,6 +175,7 @@ INBOX_LOCK_TAG = 0x6D736571  # "mseq": the first int4 of the inbox's lock key
 def door_schema() -> Schema:
     from muretai_cli.db import CHANGES_CHANNEL, Schema
     from muretai_cli.inbox.invites import INVITE_TABLES
+    from muretai_cli.inbox.proposals import VOUCH_TABLES
 
     # Version 5: invites, their claims, and the contacts they made.
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
@@ -182,6 +183,9 @@ def door_schema() -> Schema:
                            _V6, _V7, _V8, {"sqlite": _V9_INDEXES,
                                            "postgresql": _V9_INDEXES + ";" + _V9_PG_NOTIFY.replace(
                                                "{channel}", CHANGES_CHANNEL)},
+                           # Version 12 (issue 20): introductions proposed, answered, revoked.
+                           VOUCH_TABLES,
+                           # Version 13 (issue 18 §1): inbox seqs committed in order.
                            {"sqlite": "", "postgresql": _V13_PG_IN_ORDER.replace(
                                "{tag}", str(INBOX_LOCK_TAG))}))
 
