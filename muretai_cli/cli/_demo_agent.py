@@ -12,16 +12,34 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from muretai_cli.cli._json import emit_json_line
 from muretai_cli.transport.children import muretai_argv
 
 if TYPE_CHECKING:
-    from muretai_cli.cli._demo import Demo
     from muretai_cli.mcp import ToolSession
+
+
+class Demo(Protocol):
+    """What this part needs of ``cli._demo.Demo`` (named here: ``_demo`` imports this
+    module, so this module does not import it)."""
+
+    relay: str | None
+    steps: int
+    failures: list[str]
+    json_out: bool
+
+    @property
+    def env(self) -> dict[str, str]: ...
+
+    def show(self, text: str) -> None: ...
+
+    def run(self, title: str, *args: str, expect: int = 0, stdin: str | None = None,
+            show: bool = True) -> subprocess.CompletedProcess[str]: ...
 
 WAIT = 30  # seconds a wait may wait (the most a wait_for_message takes)
 
