@@ -114,12 +114,18 @@ def whoami(tools: Tools) -> dict[str, Any]:
               agentMayDecide=tools.agent_may_decide)
 
 
-def wait_request(tools: Tools, request_id: Any, timeout: Any) -> dict[str, Any]:
+def wait_request(tools: Tools, request_id: Any, timeout: Any, *, mixed: bool = False
+                 ) -> dict[str, Any]:
     """Wait until the owner has decided on the held request ``request_id`` (at once when
-    already decided); a wait whose time is up is ``ok`` with ``timedOut`` and ``held``."""
+    already decided); a wait whose time is up is ``ok`` with ``timedOut`` and ``held``.
+    ``mixed``: a message filter was given too, which a decision has no use for (refused)."""
     from muretai_cli.inbox.held import wait_decision
 
     rid = required(request_id, "request_id", limit=MAX_ID)
+    if mixed:
+        raise InputError("bad-argument", "request_id waits for a decision: give it without "
+                                         "after, peer, context or reply_to",
+                         hint="wait for the decision first, then for messages")
     if timeout is not None and (isinstance(timeout, bool)
                                 or not isinstance(timeout, int | float)):
         raise InputError("bad-wait", f"timeout must be a number of seconds, not "

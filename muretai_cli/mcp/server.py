@@ -324,7 +324,9 @@ def build_server(ident: "Identity", db: str | None = None, *,
             if request_id is not None:
                 from muretai_cli.mcp._identity import wait_request
 
-                return _guarded(lambda: wait_request(tools, request_id, timeout))
+                mixed = any(v is not None for v in (after, peer, context, reply_to))
+                return _guarded(lambda: wait_request(tools, request_id, timeout,
+                                                     mixed=mixed))
             return _guarded(lambda: tools.read_inbox(after, peer, context, reply_to, None,
                                                      timeout, wait=True))
         return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)

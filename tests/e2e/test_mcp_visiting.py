@@ -137,6 +137,7 @@ def test_bad_arguments_are_refusals_and_the_server_still_answers(shop: Live) -> 
         ("wait_for_message", {"request_id": "nope", "timeout": "soon"}, {"bad-wait"}),
         ("wait_for_message", {"request_id": "x" * 300}, {"too-large"}),
         ("wait_for_message", {"request_id": "no-such"}, {"no-such-request"}),
+        ("wait_for_message", {"request_id": "r-1", "after": 0}, {"bad-argument"}),
     ]
 
     async def body(rec: Recorder) -> None:
