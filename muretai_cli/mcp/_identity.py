@@ -109,9 +109,11 @@ def whoami(tools: Tools) -> dict[str, Any]:
     states = [w["published"] for w in where.values()]
     published: Published = (True if True in states else
                             "unknown" if "unknown" in states else False)
+    from muretai_cli.home import listener_state
+
     return ok(name=ident.name, did=ident.did, door=tools.door_url, relay=relay,
               policy=policy, cardPublished=published, card=where, latest=latest,
-              agentMayDecide=tools.agent_may_decide)
+              agentMayDecide=tools.agent_may_decide, listener=listener_state(ident.did))
 
 
 def wait_request(tools: Tools, request_id: Any, timeout: Any, *, mixed: bool = False
