@@ -6,7 +6,9 @@ handoff check (and a refused redirect), a first DM held by quarantine, the owner
 a followed handoff, the persistent inbox, the shop's owner answering the visitor through
 the relay; then two people at two shells who meet through an invite (invite create, join,
 the claim honoured at turn-check) and then talk through the relay (dm, turn-check, reply),
-the first message let through by the invite, not by opening the door to strangers; and,
+the first message let through by the invite, not by opening the door to strangers; agents
+at work (``_demo_agent``: MCP client sessions with ``muretai mcp``, a held stranger approved
+through the gate); and,
 given a PostgreSQL database (``--pg``), one door served by two processes sharing it.
 
 Every step runs the real ``muretai`` command line in a subprocess (so the demo exercises
@@ -272,6 +274,10 @@ def online_part(demo: Demo) -> None:
                          "--reply-to", answered)
                 demo.run("alice drains her relay: the answer, verified, linked to her message",
                          "op", "--as", "alice", "turn-check")
+            if relay and not demo.failures:
+                from muretai_cli.cli._demo_agent import agent_part
+
+                agent_part(demo, url, shop)
         finally:
             stop(door)
 
