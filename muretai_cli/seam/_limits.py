@@ -46,3 +46,4 @@ MAX_HEADER_CHARS = 8192  # characters of a Signature / Signature-Input header
 MAX_DIRECTORY_BYTES = 65536  # bytes of a Web Bot Auth key directory
 MAX_BODY = 1024 * 1024  # bytes of one JSON-RPC request a door reads
 MAX_TEXT = 64 * 1024  # UTF-8 bytes of a message's text
+MAX_CONTACT_NAME = 64  # characters of the name an owner gives a peer (`op contact name`)

@@ -37,7 +37,7 @@ SURFACES: dict[str, list[str]] = {
              "VerifiedPeers",
              "atomic_write", "dids_named", "ensure_private_dir", "home_dir", "keys_dir",
              "open_to_others", "read_json_file", "valid_name", "write_json_file"],
-    "inbox": ["arrival", "claims", "consent", "invites", "ladder", "reader", "relayed", "store"],
+    "inbox": ["arrival", "claims", "consent", "contacts", "invites", "ladder", "reader", "relayed", "store"],
     "lint": ["KNOWN_ORIGINS", "LEVEL_NAMES", "MAX_RESULT_BYTES", "RULES", "SHAPES",
              "VISITOR_ONLY", "Finding", "HandoffFound", "LevelReport", "LevelStatus",
              "LintStream", "Manifest", "Mode", "RawResult", "ResultReader", "ResultReport",
