@@ -61,6 +61,17 @@ def _did_named(value: str, name: str, keys: Path | None, store: IdentityStore | 
     return did
 
 
+def named(did: str, name: str | None) -> str:
+    """A DID for people, with the owner's name for it beside it (when it has one)."""
+    shown = safe(did, limit=120)
+    return f"{shown} ({safe(name, limit=80)})" if name else shown
+
+
+def contact_names(store: IdentityStore) -> dict[str, str]:
+    """DID -> the owner's name (``op contact name``), for every named contact."""
+    return {r.did: r.name for r in store.book_rows() if r.name}
+
+
 def did_opt(flag: str, help: str) -> Any:
     """A ``typer.Option`` whose value reaches the command already resolved by
     ``did_option``: the command gets the DID, never the name, so it cannot check the name."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from muretai_cli.cli._dids import did_option
+from muretai_cli.cli._dids import did_option, named
 from muretai_cli.cli._json import emit_json
 from muretai_cli.cli._out import JsonOpt, note, say
 from muretai_cli.cli._text import safe
@@ -16,17 +16,6 @@ from muretai_cli.cli._visitout import quoted
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.store import IdentityStore
-
-
-def named(did: str, name: str | None) -> str:
-    """A DID for people, with the owner's name for it beside it (when it has one)."""
-    shown = safe(did, limit=120)
-    return f"{shown} ({safe(name, limit=80)})" if name else shown
-
-
-def contact_names(store: IdentityStore) -> dict[str, str]:
-    """DID -> the owner's name, for every named contact of this store's identity."""
-    return {r.did: r.name for r in store.book_rows() if r.name}
 
 
 def connections(ctx: typer.Context, json_out: JsonOpt = False) -> None:

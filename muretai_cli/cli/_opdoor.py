@@ -158,7 +158,7 @@ def _inbox_after(ctx: typer.Context, after: int, *, peer: str | None, context: s
 
 def message_lines(m: dict[str, Any]) -> list[str]:
     """One message for people: a header of facts, then the text quoted behind ``| ``."""
-    from muretai_cli.cli._opcontacts import named
+    from muretai_cli.cli._dids import named
 
     peer = named(m["peer"], m.get("peerName")) + (f" {CHECKED}" if m.get("checkedOutOfBand")
                                                   else "")
@@ -187,7 +187,7 @@ CHECKED = "(checked out of band)"  # the mark of a peer `op contact verify` matc
 
 def _names(store: IdentityStore) -> dict[str, str]:
     """DID -> the owner's name for it (``op contact name``), shown beside the DID."""
-    from muretai_cli.cli._opcontacts import contact_names
+    from muretai_cli.cli._dids import contact_names
 
     return contact_names(store)
 
@@ -203,7 +203,7 @@ def checked_peers(ctx: typer.Context) -> frozenset[str]:
 def _print_requests(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         kept = r.get("messages") or [r]
-        from muretai_cli.cli._opcontacts import named
+        from muretai_cli.cli._dids import named
 
         sender = named(r["from"], r.get("fromName")) + (f" {CHECKED}" if r["checkedOutOfBand"]
                                                         else "")

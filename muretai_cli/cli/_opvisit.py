@@ -205,7 +205,7 @@ def _render_send(report: SendReport, json_out: bool) -> None:
         emit_json(report.to_json())
     elif report.state == "queued":
         say(f"queued at {safe(report.address)}")
-        from muretai_cli.cli._opcontacts import named
+        from muretai_cli.cli._dids import named
 
         note(f"sent {report.message_id} to {named(report.to, report.to_name)} (conversation "
              f"{safe(report.context_id)}); it waits there until the peer runs turn-check")
