@@ -14,5 +14,5 @@ use it.
 """
 
 # The room's public surface: its modules (each imported on first use, never here).
-__all__ = ["arrival", "claims", "consent", "contacts", "invites", "ladder", "reader", "relayed",
-           "store"]
+__all__ = ["arrival", "claims", "consent", "contacts", "invites", "ladder", "proposals",
+           "reader", "relayed", "revocations", "store"]

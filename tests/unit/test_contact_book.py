@@ -128,7 +128,7 @@ def test_a_version_9_store_brings_its_invite_contacts_into_the_book(me: str) -> 
     path: Path = db_path(me)
     path.parent.mkdir(parents=True, exist_ok=True)
     full = door_schema()
-    assert full.latest == 10
+    assert "contact_book" in str(full.migrations[9])  # version 9 -> 10: the book
     db = open_database(path, namespace="")
     try:
         upgrade(db, Schema(full.store, full.migrations[:9]))
@@ -137,7 +137,7 @@ def test_a_version_9_store_brings_its_invite_contacts_into_the_book(me: str) -> 
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (bob, "Bob says", "https://relay.example", "ab" * 32, None, 5,
                     "joined-invite"))
-        assert upgrade(db, full) == (9, 10) and version_of(db, full) == 10
+        assert upgrade(db, full) == (9, full.latest) and version_of(db, full) == full.latest
     finally:
         db.close()
     code, doc = j("op", "--as", "me", "connections")
