@@ -1,5 +1,6 @@
 """A DID option: a did:key as typed, or a name for one (your identities, trusted orgs,
-your contacts), resolved and said on stderr; a bad one is a usage error naming the option."""
+the names you gave your contacts: ``op contact name``), resolved and said on stderr; a bad
+one is a usage error naming the option."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ if TYPE_CHECKING:
 def did_option(value: str, name: str, *, keys: Path | None = None,
                store: IdentityStore | None = None) -> str:
     """A DID the user typed, or a name for one: one of your identities (in ``keys``), an
-    org on your trust list, or (given the acting identity's ``store``) a contact you met
-    through an invite, resolved and said on stderr. A malformed DID or an unknown name is a
-    usage error (exit 2 ``bad-did``) naming the option, never a refusal from a peer."""
+    org on your trust list, or (given the acting identity's ``store``) the name you gave a
+    contact (``op contact name``; never one a peer gave itself), resolved and said on
+    stderr. A malformed DID or an unknown name is a usage error (exit 2 ``bad-did``)
+    naming the option, never a refusal from a peer."""
     from muretai_cli.seam import public_from_did
 
     if not value.startswith("did:"):
@@ -39,19 +41,17 @@ def _did_named(value: str, name: str, keys: Path | None, store: IdentityStore | 
     from muretai_cli.home import dids_named, keys_dir
 
     found = dids_named(value, keys_dir(keys))
-    if store is not None:
-        from muretai_cli.inbox.invites import InviteStore
-
-        known = {did for did, _ in found}
-        found += [(c.did, f"your contact {c.name}") for c in InviteStore(store.db).contacts()
-                  if c.name.casefold() == value.casefold() and c.did not in known]
+    if store is not None:  # the owner's names for its contacts (never a name a peer gave)
+        row = store.book_named(value)
+        if row is not None and row.did not in {did for did, _ in found}:
+            found.append((row.did, f"your contact {row.name}"))
     shown = safe(value, limit=120)
     if not found:
         raise InputError("bad-did", f"{name} {shown!r} is neither a did:key nor a name this "
                                     "machine knows",
                          hint="give a did:key (did:key:z6Mk…), one of your identities "
                               "(`muretai id list`), a trusted org (`muretai org list`) or a "
-                              "contact (`muretai invite contacts`)")
+                              "contact you named (`muretai op connections`)")
     if len(found) > 1:
         raise InputError("ambiguous-name", f"{name} {shown!r} names {len(found)} DIDs: " +
                          "; ".join(f"{what}: {did}" for did, what in found),
@@ -59,6 +59,17 @@ def _did_named(value: str, name: str, keys: Path | None, store: IdentityStore | 
     did, what = found[0]
     note(f"{name} {shown} = {did} ({safe(what, limit=120)})")
     return did
+
+
+def named(did: str, name: str | None) -> str:
+    """A DID for people, with the owner's name for it beside it (when it has one)."""
+    shown = safe(did, limit=120)
+    return f"{shown} ({safe(name, limit=80)})" if name else shown
+
+
+def contact_names(store: IdentityStore) -> dict[str, str]:
+    """DID -> the owner's name (``op contact name``), for every named contact."""
+    return {r.did: r.name for r in store.book_rows() if r.name}
 
 
 def did_opt(flag: str, help: str) -> Any:

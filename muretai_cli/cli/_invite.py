@@ -156,21 +156,23 @@ def revoke(nonce: Annotated[str, typer.Argument(help="The invite's nonce.")],
 @app.command("contacts")
 def contacts(as_: AsOpt = None, db: DbOpt = None, keys: KeysOpt = None,
              json_out: JsonOpt = False) -> None:
-    """Who you met through invites (either way): DID, the name they gave, their addresses."""
-    from muretai_cli.inbox.invites import InviteStore
+    """Who you met through invites (either way): the contacts of `op connections` an invite
+    made, with the name they gave (their words) and yours, and their addresses."""
+    from muretai_cli.cli._opcontacts import invite_contacts
 
     ident = load_identity(as_, keys)
     store = open_store(ident, db)
     try:
-        rows = InviteStore(store.db).contacts()
+        rows = invite_contacts(store, ident.did)
     finally:
         store.close()
     if json_out:
-        emit_json({"ok": True, "as": ident.name, "contacts": [c.to_json() for c in rows]})
+        emit_json({"ok": True, "as": ident.name, "contacts": rows})
         return
     for c in rows:
-        where = c.url or c.relay or "-"
-        say(f"{c.did}\t{safe(c.name)!r} (their words)\t{safe(where)}\t{c.how}")
+        where = c["url"] or c["relay"] or "-"
+        mine = f"\tyours: {safe(c['ownName'])}" if c["ownName"] else ""
+        say(f"{c['did']}\t{safe(c['name'])!r} (their words){mine}\t{safe(where)}\t{c['how']}")
     if not rows:
         note(f"{ident.name} has met no one through an invite yet")
 

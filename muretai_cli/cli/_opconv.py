@@ -1,4 +1,5 @@
-"""``op --as ME turn-check | policy | connections``: the conversation's receiving side."""
+"""``op --as ME turn-check | policy``: the conversation's receiving side (``connections``:
+``_opcontacts``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import typer
 from muretai_cli.cli._json import emit_json, json_text
 from muretai_cli.cli._out import JsonOpt, note, say
 from muretai_cli.cli._text import safe
-from muretai_cli.cli._visitout import quoted
 from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ _OUT = threading.Lock()  # the follower's stdout: its events and --exec's report
 def register(op_app: typer.Typer) -> None:
     op_app.command("turn-check", context_settings={"allow_extra_args": True})(turn_check)
     op_app.command("policy")(policy)
-    op_app.command("connections")(connections)
 
 
 def turn_check(
@@ -366,32 +365,3 @@ def policy(
         emit_json({"ok": True, "as": ident.name, "policy": current})
     else:
         say(current)
-
-
-def connections(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-    """Peers and how each is reached (door URL or relay), with the last message either way."""
-    from muretai_cli.cli._acting import op_identity
-    from muretai_cli.cli._opdoor import CHECKED, op_store
-    from muretai_cli.inbox.connections import connection_rows
-
-    ident = op_identity(ctx)
-    store = op_store(ctx)
-    try:
-        rows = connection_rows(ident.did, store)
-    finally:
-        store.close()
-    if json_out:
-        emit_json({"ok": True, "as": ident.name, "did": ident.did, "connections": rows})
-        return
-    for row in rows:
-        via = safe(row.get("door") or row.get("relay") or "-", limit=200)
-        mark = f"  {CHECKED}" if row["checkedOutOfBand"] else ""
-        say(f"{row['did']}  {row['reachedBy'] or 'not reachable yet'}  {via}{mark}")
-        last = row.get("lastMessage")
-        if last:
-            arrow = "<-" if last["direction"] == "in" else "->"
-            say(f"  last {arrow} {safe(last['channel'])}")
-            for line in quoted(last["text"], indent="    ", limit=200):
-                say(line)
-    if not rows:
-        note(f"{ident.name} has no connections yet")

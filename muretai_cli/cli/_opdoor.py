@@ -82,6 +82,7 @@ def inbox(
         if peer is not None:
             peer = did_option(peer, "--peer", store=store)
         rows = store.conversation(peer=peer, context=context)
+        names = _names(store)
     finally:
         store.close()
     if not all_:
@@ -89,6 +90,7 @@ def inbox(
     checked = checked_peers(ctx)
     for m in rows:
         m["from" if m["direction"] == "in" else "to"] = m["peer"]
+        m["peerName"] = names.get(m["peer"])
         m["checkedOutOfBand"] = m["peer"] in checked
     if json_out:
         emit_json({"ok": True, "messages": rows})
@@ -135,18 +137,19 @@ def _inbox_after(ctx: typer.Context, after: int, *, peer: str | None, context: s
         else:
             page = wait_after(store, after, peer=peer, context=context, reply_to=reply_to,
                               limit=limit, timeout=seconds)
+        names = _names(store)
     finally:
         store.close()
     checked = checked_peers(ctx)
-    entries = [{**e, "direction": "in", "checkedOutOfBand": e["from"] in checked}
-               for e in page.entries]
+    entries = [{**e, "direction": "in", "fromName": names.get(e["from"]),
+                "checkedOutOfBand": e["from"] in checked} for e in page.entries]
     if json_out:
         emit_json({"ok": True, **page.to_json(), "entries": entries,
                    "timedOut": page.waited})
         sys.stdout.flush()  # a waiter's answer leaves now, not after the interpreter's exit
         return
     for e in entries:
-        lines = message_lines({**e, "peer": e["from"]})
+        lines = message_lines({**e, "peer": e["from"], "peerName": e["fromName"]})
         say(f"seq {e['seq']}  {lines[0]}")
         for line in lines[1:]:
             say(line)
@@ -157,7 +160,10 @@ def _inbox_after(ctx: typer.Context, after: int, *, peer: str | None, context: s
 
 def message_lines(m: dict[str, Any]) -> list[str]:
     """One message for people: a header of facts, then the text quoted behind ``| ``."""
-    peer = safe(m["peer"], limit=120) + (f" {CHECKED}" if m.get("checkedOutOfBand") else "")
+    from muretai_cli.cli._dids import named
+
+    peer = named(m["peer"], m.get("peerName")) + (f" {CHECKED}" if m.get("checkedOutOfBand")
+                                                  else "")
     if m["direction"] == "in":
         flag = "verified" if m["verified"] else "UNVERIFIED"
         head = f"{when(m['received'])}  <- {peer}  {flag}"
@@ -181,6 +187,13 @@ def message_lines(m: dict[str, Any]) -> list[str]:
 CHECKED = "(checked out of band)"  # the mark of a peer `op contact verify` matched
 
 
+def _names(store: IdentityStore) -> dict[str, str]:
+    """DID -> the owner's name for it (``op contact name``), shown beside the DID."""
+    from muretai_cli.cli._dids import contact_names
+
+    return contact_names(store)
+
+
 def checked_peers(ctx: typer.Context) -> frozenset[str]:
     """The peers the acting identity checked out of band (``op contact verify``)."""
     from muretai_cli.cli._acting import op_identity
@@ -192,7 +205,10 @@ def checked_peers(ctx: typer.Context) -> frozenset[str]:
 def _print_requests(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         kept = r.get("messages") or [r]
-        sender = safe(r["from"], limit=120) + (f" {CHECKED}" if r["checkedOutOfBand"] else "")
+        from muretai_cli.cli._dids import named
+
+        sender = named(r["from"], r.get("fromName")) + (f" {CHECKED}" if r["checkedOutOfBand"]
+                                                        else "")
         say(f"{r['id']}  {when(r['received'])}  {sender}  {r['status']}"
             + (f"  ({len(kept)} messages)" if len(kept) > 1 else "")
             + (f"  {DAMAGED}" if r.get("damaged") else ""))
@@ -225,11 +241,13 @@ def requests_list(
     store = op_store(ctx)
     try:
         rows = store.request_list(all_=all_)
+        names = _names(store)
         proposals = proposal_rows(store, all_=all_)
     finally:
         store.close()
     checked = checked_peers(ctx)
     for row in rows:
+        row["fromName"] = names.get(row["from"])
         row["checkedOutOfBand"] = row["from"] in checked
     if json_out:
         emit_json({"ok": True, "requests": [_named(r) for r in rows], "proposals": proposals})

@@ -205,7 +205,9 @@ def _render_send(report: SendReport, json_out: bool) -> None:
         emit_json(report.to_json())
     elif report.state == "queued":
         say(f"queued at {safe(report.address)}")
-        note(f"sent {report.message_id} to {report.to} (conversation "
+        from muretai_cli.cli._dids import named
+
+        note(f"sent {report.message_id} to {named(report.to, report.to_name)} (conversation "
              f"{safe(report.context_id)}); it waits there until the peer runs turn-check")
     elif report.state == "held":
         where = f" at {safe(report.address)}" if report.address else ""
@@ -259,15 +261,6 @@ def verify_contact(
                    "checkedOutOfBand": True})
     else:
         say(f"checked {did} ({fingerprint(did)})")
-
-
-def _register_list() -> None:
-    from muretai_cli.cli._opconv import connections
-
-    contact_app.command("list", help="Alias of `op connections`.")(connections)
-
-
-_register_list()
 
 
 @handoff_app.command("follow")

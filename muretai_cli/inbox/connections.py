@@ -1,5 +1,6 @@
-"""An identity's connections as one list: the peers its store has exchanged with, the doors
-it writes to, and the peers checked out of band; each with how it is reached.
+"""An identity's connections as one list: its contact book (``inbox.contacts``: every peer
+met by invite, grant, approval or exchange, the owner's name for it and how it is reached)
+with the last message either way and whether it was checked out of band.
 
 ``op connections`` and the MCP tool ``list_connections`` both read it.
 """
@@ -15,19 +16,25 @@ __all__ = ["connection_rows"]
 
 
 def connection_rows(did: str, store: IdentityStore) -> list[dict[str, Any]]:
-    """The connections of ``did``, sorted by DID: ``did``, ``door``/``relay``,
-    ``reachedBy`` (door, relay or None), ``checkedOutOfBand`` and ``lastMessage``."""
-    from muretai_cli.home import ConnectionStore, VerifiedPeers
+    """The connections of ``did``, sorted by DID: ``did``, ``name`` (the owner's),
+    ``reach`` (door, or relay and ``encPub``, each with where it came from), ``reachedBy``
+    (door, relay or None), ``sources``, ``firstSeen``/``lastSeen``, ``relayHint`` (the
+    relay a peer named in a message: only a place to look), ``checkedOutOfBand`` and
+    ``lastMessage``."""
+    from muretai_cli.home import VerifiedPeers
+    from muretai_cli.inbox.contacts import Contact, ContactBook
 
-    peers = {p["did"]: p for p in store.peers_summary()}
-    for conn in ConnectionStore(did).all():
-        peers.setdefault(conn.did, {"did": conn.did, "lastMessage": None}).update(
-            {**conn.to_json(), "door": conn.endpoint})
+    book = {c.did: c for c in ContactBook(did, store).all()}
+    talked = {p["did"]: p for p in store.peers_summary()}
     checked = VerifiedPeers(did).dids()
-    for peer in checked:  # a peer checked out of band is one you know, written to or not
-        peers.setdefault(peer, {"did": peer, "lastMessage": None})
-    rows = [peers[k] for k in sorted(peers)]
-    for row in rows:
-        row["reachedBy"] = "door" if row.get("door") else "relay" if row.get("relay") else None
-        row["checkedOutOfBand"] = row["did"] in checked
+    rows = []
+    for peer in sorted(set(book) | set(talked) | checked):
+        if peer == did:
+            continue
+        row = (book.get(peer) or Contact(peer)).to_json()
+        said = talked.get(peer, {})
+        row["relayHint"] = said.get("relay")
+        row["lastMessage"] = said.get("lastMessage")
+        row["checkedOutOfBand"] = peer in checked
+        rows.append(row)
     return rows

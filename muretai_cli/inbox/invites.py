@@ -151,11 +151,21 @@ class InviteStore:
                                                       "the contact is kept as it was")
 
     def _insert_contact(self, tx: Tx, contact: Contact) -> bool:
-        return bool(tx.all(
+        from muretai_cli.inbox.store.contacts import learn_reach, touch_contact
+
+        new = bool(tx.all(
             "INSERT INTO contacts (did, name, relay, enc_pub, url, since, how) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (did) DO NOTHING RETURNING did",
             (contact.did, contact.name, contact.relay, contact.enc_pub, contact.url,
              contact.since, contact.how)))
+        # The contact book learns how to reach a new one: the addresses its signed invite
+        # or claim gave (never the name it gave: that is its own words, kept here only).
+        if new:
+            learn_reach(tx, contact.did, source="invite", now=contact.since,
+                        door=contact.url, relay=contact.relay, enc_pub=contact.enc_pub)
+        else:
+            touch_contact(tx, contact.did, "invite", contact.since)
+        return new
 
     def add_contact(self, contact: Contact) -> bool:
         """Record a contact unless one is known for that DID (never overwritten)."""

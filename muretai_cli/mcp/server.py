@@ -85,7 +85,8 @@ class Tools:
         from muretai_cli.seam._limits import MAX_TEXT
         from muretai_cli.visit.send import Sender, send_dm
 
-        peer = _did(to, "to")
+        named = isinstance(to, str) and not to.startswith("did:")
+        peer = _required(to, "to", limit=MAX_ID) if named else _did(to, "to")
         body = _required(text, "text", limit=MAX_TEXT)
         context_id = _string(context, "context", limit=MAX_ID, required=False)
         replying = _string(reply_to, "reply_to", limit=MAX_ID, required=False)
@@ -93,6 +94,10 @@ class Tools:
         key = self.ident.signing_key()
         store = self.store()
         try:
+            if named:  # a name the owner gave a contact (``op contact name``)
+                from muretai_cli.inbox.contacts import ContactBook
+
+                peer = ContactBook(key.did, store).did_for(peer)
             sender = Sender(key, store, ConnectionStore(key.did), _client_for, int(time.time()),
                             my_relay=Profiles().relay_of(key.did), timeout=30.0,
                             pins=PinStore(), trust=TrustList(),
@@ -286,13 +291,15 @@ def build_server(ident: "Identity", db: str | None = None, *,
         return await anyio.to_thread.run_sync(lambda: _guarded(tools.whoami),
                                               abandon_on_cancel=True)
 
-    @server.tool(description="Your contacts and how each is reached (door or relay).")
+    @server.tool(description="Your contacts: your name for each, how each is reached (door, "
+                             "or relay and enc_pub) and where that came from.")
     def list_connections() -> dict[str, Any]:
         return _guarded(tools.list_connections)
 
     @server.tool(description="Send one signed DM: delivered, queued, held or refused.")
     def send_message(
-        to: Annotated[Any, _typed("string", "The peer's DID (did:key:z6Mk…).")],
+        to: Annotated[Any, _typed("string", "The peer's DID (did:key:z6Mk…) or your name "
+                                            "for it.")],
         text: Annotated[Any, _typed("string", "The message text.")],
         context: Annotated[Any, _typed("string", "Continue this conversation (contextId).")],
         reply_to: Annotated[Any, _typed("string", "The messageId this answers.")],

@@ -60,3 +60,6 @@ MAX_REVOKED = 4096  # ids in one issuer's revocation list
 REVOCATION_CACHE_ENTRIES = 256
 REVOCATION_CACHE_SECONDS = 300
 MAX_REVOCATIONS_BYTES = 512 * 1024  # bytes of one fetched revocation list
+
+# -- contacts ----------------------------------------------------------------------------
+MAX_CONTACT_NAME = 64  # characters of the name an owner gives a peer (`op contact name`)

@@ -1,11 +1,15 @@
 """``op dm``: send one signed DM to a DID, by whichever way the peer can be reached.
 
-Routing, in order: a card address you name (``--connect``/``--card-url``: the door's card),
-a relay you name (``--relay``: the card the peer published there), a remembered door
-connection, the relay the peer named in an earlier verified message (only a place to look:
-its card must verify under the DID and name that relay). A card with a door ``url`` is
-knocked on; a card with ``relay`` and ``enc_pub`` gets the same signed ``message/send``
-request, sealed to ``enc_pub`` (empty associated data) and deposited.
+The route is decided in one place (``route``), in order: a card address you name
+(``--connect``/``--card-url``: the door's card), a relay you name (``--relay``: the card the
+peer published there), then the contact book (``inbox.contacts``): a door this identity
+wrote to and heard from, a door or a relay and ``enc_pub`` learned from a verified card,
+invite or claim; last, the relay the peer named in an earlier verified message (only a
+place to look: its card must verify under the DID and name that relay). A door is knocked
+on; a relay with ``enc_pub`` gets the same signed ``message/send`` request, sealed to
+``enc_pub`` (empty associated data) and deposited. What the send verified is written back
+to the book (a card's door or relay, a door's verified reply), so the next DM needs no
+URL.
 
 The outcome is one of four states: ``delivered`` (a door accepted it and its reply was
 checked), ``queued`` (a relay holds it for the peer), ``held`` (a door holds a first
@@ -26,7 +30,8 @@ from muretai_cli.verdict import Reason, warning
 if TYPE_CHECKING:
     from muretai_cli.artifacts.message import Delegated
     from muretai_cli.home import ConnectionStore, PinStore, TrustList
-    from muretai_cli.inbox.store import IdentityStore
+    from muretai_cli.inbox.contacts import ContactBook
+    from muretai_cli.inbox.store import IdentityStore, Source
     from muretai_cli.net import SafeClient
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.dm import DmReport, Target
@@ -54,6 +59,7 @@ class SendReport:
     already_held: bool = False
     reasons: list[Reason] = field(default_factory=list)
     refusal: Mapping[str, Any] | None = None  # the door's awaiting-approval answer, untrusted
+    to_name: str | None = None  # the owner's name for the peer (the contact book's)
 
     @property
     def exit_code(self) -> int:
@@ -66,7 +72,7 @@ class SendReport:
             "ok": self.exit_code == 0, "state": self.state, "to": self.to,
             "channel": self.channel, "messageId": self.message_id, "contextId": self.context_id,
             "address": self.address, "route": self.route, "replyTo": self.reply_to,
-            "requestId": self.request_id,
+            "requestId": self.request_id, "toName": self.to_name,
         }
         if self.already_held:
             out["alreadyHeld"] = True
@@ -103,6 +109,13 @@ class Sender:
     # The identity's name, for the command a warning gives (``card publish --as NAME``).
     name: str | None = None
 
+    @property
+    def book(self) -> ContactBook:
+        """The identity's contact book: where the route is looked up and learned."""
+        from muretai_cli.inbox.contacts import ContactBook
+
+        return ContactBook(self.key.did, self.store, self.connections)
+
     def client(self) -> SafeClient:
         """A client for the door's card and the knock (signed when ``signer`` is set)."""
         client = self.client_for(self.timeout, self.max_bytes)
@@ -115,6 +128,17 @@ def send_dm(sender: Sender, to_did: str, text: str, *,
             relay_url: str | None = None, context_id: str | None = None,
             reply_to: str | None = None) -> SendReport:
     """Route, send and record one signed DM; see the module's docstring."""
+    from dataclasses import replace
+
+    report = _send(sender, to_did, text, connect=connect, card_url=card_url,
+                   relay_url=relay_url, context_id=context_id, reply_to=reply_to)
+    return replace(report, to_name=sender.book.name_of(report.to))
+
+
+def _send(sender: Sender, to_did: str, text: str, *,
+          connect: str | Mapping[str, Any] | None, card_url: str | None,
+          relay_url: str | None, context_id: str | None, reply_to: str | None
+          ) -> SendReport:
     if not text:
         raise InputError("empty-message", "the message is empty")
     if to_did == sender.key.did:
@@ -137,22 +161,50 @@ def send_dm(sender: Sender, to_did: str, text: str, *,
                           route="pending", already_held=True, reasons=reasons)
     metadata = {"relay": sender.my_relay} if sender.my_relay else None
     reasons += _reply_path(sender)
-    if connect is not None or card_url is not None:
-        target = _door_target(sender, to_did, connect=connect, card_url=card_url)
-        return _knock(sender, target, text, context_id, reply_to, metadata, "card", reasons)
-    if relay_url is not None:
-        card = _relay_card(sender, relay_url, to_did, require_relay=False)
-        return _by_card(sender, card, text, context_id, reply_to, metadata, "relay-card",
-                        reasons)
-    if sender.connections.get(to_did) is not None:
-        target = _door_target(sender, to_did, connect=None, card_url=None)
-        return _knock(sender, target, text, context_id, reply_to, metadata, "connection",
+    way = route(sender, to_did, connect=connect, card_url=card_url, relay_url=relay_url)
+    if way.target is not None:
+        return _knock(sender, way.target, text, context_id, reply_to, metadata, way.name,
                       reasons)
+    return _deposit(sender, way, text, context_id, reply_to, metadata, reasons)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """How one DM goes: knocked on a door (``target``), or deposited at ``relay`` sealed to
+    ``enc_pub``; ``name`` says what chose it (card, relay-card, connection, contact,
+    peer-relay), ``learned`` the source the book records a relay under once it is used."""
+
+    did: str
+    name: str
+    target: Target | None = None
+    relay: str | None = None
+    enc_pub: str | None = None
+    learned: Source | None = None
+
+
+def route(sender: Sender, to_did: str, *, connect: str | Mapping[str, Any] | None = None,
+          card_url: str | None = None, relay_url: str | None = None) -> Route:
+    """The one place that decides how ``to_did`` is reached; see the module's docstring.
+    ``InputError`` ``not-connected`` when nothing says how."""
+    if connect is not None or card_url is not None:
+        return Route(to_did, "card", _door_target(sender, to_did, connect=connect,
+                                                  card_url=card_url))
+    if relay_url is not None:
+        return _by_card(sender, _relay_card(sender, relay_url, to_did, require_relay=False),
+                        "relay-card")
+    if sender.connections.get(to_did) is not None:
+        return Route(to_did, "connection", _door_target(sender, to_did, connect=None,
+                                                        card_url=None))
+    known = sender.book.get(to_did)
+    if known is not None and known.door:
+        return Route(to_did, "contact", _door_target(sender, to_did, connect=known.door,
+                                                     card_url=None))
+    if known is not None and known.relay and known.enc_pub:
+        return Route(to_did, "contact", relay=known.relay, enc_pub=known.enc_pub)
     named = sender.store.peer_relay(to_did)
     if named is not None:
-        card = _relay_card(sender, named, to_did, require_relay=True)
-        return _by_card(sender, card, text, context_id, reply_to, metadata, "peer-relay",
-                        reasons)
+        return _by_card(sender, _relay_card(sender, named, to_did, require_relay=True),
+                        "peer-relay")
     raise InputError("not-connected", f"no way to reach {to_did} is known yet",
                      hint="give --relay URL (the peer's relay), --card-url URL or --connect "
                           "CARD_URL")
@@ -218,16 +270,14 @@ def _relay_card(sender: Sender, relay_url: str, to_did: str, *, require_relay: b
     return card
 
 
-def _by_card(sender: Sender, card: RelayCard, text: str, context_id: str | None,
-             reply_to: str | None, metadata: Mapping[str, Any] | None, route: str,
-             reasons: list[Reason]) -> SendReport:
+def _by_card(sender: Sender, card: RelayCard, name: str) -> Route:
     if card.url:
-        target = _door_target(sender, card.did, connect=card.url, card_url=None)
-        return _knock(sender, target, text, context_id, reply_to, metadata, route, reasons)
+        return Route(card.did, name, _door_target(sender, card.did, connect=card.url,
+                                                  card_url=None))
     if card.relay is None or card.enc_pub is None:
         raise Refused("unreachable-card", f"the card of {card.did} names neither a door url "
                                           "nor a relay and enc_pub")
-    return _deposit(sender, card, text, context_id, reply_to, metadata, route, reasons)
+    return Route(card.did, name, relay=card.relay, enc_pub=card.enc_pub, learned="card")
 
 
 def _knock(sender: Sender, target: Target, text: str, context_id: str | None,
@@ -257,6 +307,7 @@ def _knock(sender: Sender, target: Target, text: str, context_id: str | None,
             sender.store.record_sent(peer=target.door_did, message=message, channel="door",
                                      state="held", now=sender.now, address=target.endpoint,
                                      reply_to=reply_to, request_id=request_id)
+            _learn_door(sender, target, verified=False)
             return SendReport("held", target.door_did, "door", sent, context,
                               target.endpoint, reply_to, request_id, route=route,
                               reasons=reasons, refusal=exc.data)
@@ -268,36 +319,50 @@ def _knock(sender: Sender, target: Target, text: str, context_id: str | None,
     sender.store.record_sent(peer=target.door_did, message=dict(report.message),
                              channel="door", state="delivered", now=sender.now,
                              address=target.endpoint, reply_to=reply_to)
+    _learn_door(sender, target, verified=report.reply.verdict.ok)
     return SendReport("delivered", target.door_did, "door", report.sent_id,
                       report.message.get("contextId"), target.endpoint, reply_to, dm=report,
                       route=route, reasons=reasons)
 
 
-def _deposit(sender: Sender, card: RelayCard, text: str, context_id: str | None,
-             reply_to: str | None, metadata: Mapping[str, Any] | None, route: str,
+def _learn_door(sender: Sender, target: Target, *, verified: bool) -> None:
+    """The book learns the door a verified card named (the door answered: it is there),
+    and that a verified reply came back from it (an exchange)."""
+    if target.card is not None and target.card.ok:
+        sender.book.learn(target.door_did, source="card", now=sender.now,
+                          door=target.base.text)
+    if verified:
+        sender.book.learn(target.door_did, source="exchange", now=sender.now)
+
+
+def _deposit(sender: Sender, way: Route, text: str, context_id: str | None,
+             reply_to: str | None, metadata: Mapping[str, Any] | None,
              reasons: list[Reason]) -> SendReport:
     from muretai_cli.artifacts.message import build_message_send, new_context_id, signed_message
     from muretai_cli.seam import canonical_bytes, seal_box
     from muretai_cli.visit.relay import RelayClient
 
-    if card.relay is None or card.enc_pub is None:  # the route was chosen for having both
-        raise Refused("unreachable-identity", f"the card of {card.did} names no relay and "
+    if way.relay is None or way.enc_pub is None:  # the route was chosen for having both
+        raise Refused("unreachable-identity", f"the card of {way.did} names no relay and "
                                               "enc_pub to deposit with")
-    relay = RelayClient(card.relay, sender.client_for, timeout=sender.timeout)
-    message = signed_message(sender.message_key or sender.key, to=card.did, text=text,
+    relay = RelayClient(way.relay, sender.client_for, timeout=sender.timeout)
+    message = signed_message(sender.message_key or sender.key, to=way.did, text=text,
                              now=sender.now,
                              context_id=context_id or new_context_id(), reply_to=reply_to,
                              metadata=metadata)
     request = build_message_send(message)
     try:
-        blob = seal_box(sender.key, card.enc_pub, canonical_bytes(request), ad=b"")
+        blob = seal_box(sender.key, way.enc_pub, canonical_bytes(request), ad=b"")
     except Refused as exc:
-        raise Refused(exc.code, f"the card of {card.did} carries an unusable enc_pub: "
+        raise Refused(exc.code, f"the card of {way.did} carries an unusable enc_pub: "
                                 f"{exc.detail}") from None
-    deposit = relay.deposit(sender.key, to=card.did, blob=blob)
+    deposit = relay.deposit(sender.key, to=way.did, blob=blob)
+    if way.learned is not None:  # a verified card named this relay and enc_pub
+        sender.book.learn(way.did, source=way.learned, now=sender.now, relay=way.relay,
+                          enc_pub=way.enc_pub)
     six = {"messageId": message["messageId"], "contextId": message.get("contextId"),
            "text": text, "timestamp": sender.now}
-    sender.store.record_sent(peer=card.did, message=six, channel="relay", state="queued",
+    sender.store.record_sent(peer=way.did, message=six, channel="relay", state="queued",
                              now=sender.now, address=relay.url, reply_to=reply_to)
-    return SendReport("queued", card.did, "relay", message["messageId"], six["contextId"],
-                      relay.url, reply_to, deposit=deposit, route=route, reasons=reasons)
+    return SendReport("queued", way.did, "relay", message["messageId"], six["contextId"],
+                      relay.url, reply_to, deposit=deposit, route=way.name, reasons=reasons)

@@ -116,11 +116,16 @@ def test_a_contact_name_stands_for_its_did_as_the_identity_that_knows_it(me: str
         invites.add_contact(Contact(mallory, "other", None, None, None, 1, "joined"))
     finally:
         store.close()
+    # the name a contact gave itself (its own words) names nothing
+    result = run("op", "senders", "allow", "bob", "--json")
+    assert result.exit_code == 2 and "bad-did" in result.stdout, result.output
+    # the owner's name for it does
+    assert run("op", "contact", "name", bob, "Bob").exit_code == 0
     result = run("op", "senders", "allow", "bob", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["did"] == bob and "your contact Bob" in result.stderr
-    # a contact's name (its own words) never silently takes an identity's place
+    # a contact's claimed name never takes an identity's place: "other" is the identity
     result = run("op", "senders", "block", "other", "--json")
-    assert result.exit_code == 2 and "ambiguous-name" in result.stdout
+    assert result.exit_code == 0 and json.loads(result.stdout)["did"] != mallory
     result = run("op", "--as", "other", "senders", "allow", "bob", "--json")
     assert result.exit_code == 2 and "bad-did" in result.stdout, "contacts are per identity"

@@ -38,6 +38,7 @@ One module per table group, over one ``Database`` (``base``), joined in ``Identi
     decisions   held requests, sender lists, the owner's log
     timeline    the inbox as read, sent, peers, the conversation view
     drained     relayed deposits and whether turn-check showed them
+    contacts    the contact book: names, reach and where each came from
     bulk        how a batch reaches the database (each in turn, or one JSON statement)
     windows     the rate and replay windows the tables and the batch SQL count by
     identity    ``IdentityStore``, where an identity's store lives, ``open_identity_store``
@@ -45,6 +46,7 @@ One module per table group, over one ``Database`` (``base``), joined in ``Identi
 
 from __future__ import annotations
 
+from muretai_cli.inbox.store.contacts import SOURCES, BookRow, Source
 from muretai_cli.inbox.store.decisions import SenderStatus, SenderView
 from muretai_cli.inbox.store.drained import NEW, SHOWING, SHOWN, UNSHOWN
 from muretai_cli.inbox.store.grants import GrantRow
@@ -67,13 +69,16 @@ __all__ = [
     "REPLAY_WINDOW",
     "SHOWING",
     "SHOWN",
+    "SOURCES",
     "UNSHOWN",
+    "BookRow",
     "GrantRow",
     "IdentityStore",
     "Limits",
     "SenderStatus",
     "SenderView",
     "SentState",
+    "Source",
     "Spent",
     "Uses",
     "db_path",

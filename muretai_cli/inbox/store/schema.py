@@ -172,6 +172,23 @@ CREATE TRIGGER inbox_in_order BEFORE INSERT ON inbox FOR EACH STATEMENT EXECUTE 
 INBOX_LOCK_TAG = 0x6D736571  # "mseq": the first int4 of the inbox's lock key
 
 
+# Version 10: the contact book (``contacts.py``): one row per peer (the owner's name for
+# it, how it is reached and where that came from) and each source it came by. The
+# contacts invites made so far come along (reach from the signed invite or claim; the name
+# they gave is their own words and stays in ``contacts``, never a name here).
+_V10 = """
+CREATE TABLE IF NOT EXISTS contact_book (
+  did TEXT PRIMARY KEY, name TEXT, name_key TEXT UNIQUE, door TEXT, door_from TEXT,
+  relay TEXT, enc_pub TEXT, relay_from TEXT, first_seen {int} NOT NULL,
+  last_seen {int} NOT NULL);
+CREATE TABLE IF NOT EXISTS contact_sources (
+  did TEXT NOT NULL, source TEXT NOT NULL, first_seen {int} NOT NULL, last_seen {int} NOT NULL,
+  PRIMARY KEY (did, source));
+INSERT INTO contact_book (did, door, door_from, relay, enc_pub, relay_from, first_seen, last_seen) SELECT did, url, CASE WHEN url IS NULL THEN NULL ELSE 'invite' END, CASE WHEN relay IS NULL OR enc_pub IS NULL THEN NULL ELSE relay END, CASE WHEN relay IS NULL OR enc_pub IS NULL THEN NULL ELSE enc_pub END, CASE WHEN relay IS NULL OR enc_pub IS NULL THEN NULL ELSE 'invite' END, since, since FROM contacts WHERE true ON CONFLICT (did) DO NOTHING;
+INSERT INTO contact_sources (did, source, first_seen, last_seen) SELECT did, 'invite', since, since FROM contacts WHERE true ON CONFLICT (did, source) DO NOTHING
+"""  # noqa: E501
+
+
 def door_schema() -> Schema:
     from muretai_cli.db import CHANGES_CHANNEL, Schema
     from muretai_cli.inbox.invites import INVITE_TABLES
@@ -183,6 +200,7 @@ def door_schema() -> Schema:
                            _V6, _V7, _V8, {"sqlite": _V9_INDEXES,
                                            "postgresql": _V9_INDEXES + ";" + _V9_PG_NOTIFY.replace(
                                                "{channel}", CHANGES_CHANNEL)},
+                           _V10,  # Version 10 (issue 18): the contact book.
                            # Version 12 (issue 20): introductions proposed, answered, revoked.
                            VOUCH_TABLES,
                            # Version 13 (issue 18 §1): inbox seqs committed in order.
