@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from muretai_cli.cli import _door, _opconv, _opdoor, _opvisit
+from muretai_cli.cli import _door, _opconv, _opdoor, _opvisit, _vouch
 from muretai_cli.cli._acting import acting_as
 from muretai_cli.cli._tree import AsGroup
 
@@ -30,3 +30,6 @@ app.command("dm", context_settings=_opvisit.DM_SETTINGS)(_opvisit.dm)
 app.add_typer(_opvisit.handoff_app, name="handoff")
 _opdoor.register(app)
 _opconv.register(app)
+# `op introduce`: the proposal and revocation verbs (issue 20; the gate's join this group)
+_vouch.register_vouch(_vouch.introduce_app)
+app.add_typer(_vouch.introduce_app, name="introduce")

@@ -155,6 +155,7 @@ def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
             "held": [e for e in events if e["event"] == "held"],
             "refused": [e for e in events if e["event"] == "refused"],
             "joined": [e for e in events if e["event"] == "joined"],
+            "vouches": [e for e in events if e["event"] == "vouch"],
         }
         if missed:
             doc["interrupted"] = missed
@@ -218,6 +219,10 @@ def event_lines(event: dict[str, Any]) -> list[str]:
                     f"name {safe(event['name'], limit=200)!r}: already a contact, kept as it was"]
         return [f"joined through your invite: {safe(event['from'], limit=120)}, who gives "
                 f"the name {safe(event['name'], limit=200)!r}"]
+    if event["event"] == "vouch":
+        from muretai_cli.cli._vouch import vouch_event_line
+
+        return [vouch_event_line(event)]
     if event["event"] == "refused":
         reason = event["reason"] or {}
         return [f"refused deposit {safe(event['depositId'], limit=80)} from "

@@ -241,6 +241,9 @@ def event_of(item: dict[str, Any]) -> dict[str, Any]:
         return {"event": "joined", "from": item["from"], "depositId": item["depositId"],
                 "name": item["reason"]["message"],
                 "newContact": item["reason"]["code"] != "known-contact", "at": item["at"]}
+    if item["outcome"] == "vouch":  # a proposal held for review, or an answer to ours
+        return {"event": "vouch", "from": item["from"], "depositId": item["depositId"],
+                "reason": item["reason"], "at": item["at"]}
     if item["outcome"] == "refused":
         return {"event": "refused", "from": item["from"] or None, "depositId": item["depositId"],
                 "reason": item["reason"], "at": item["at"]}

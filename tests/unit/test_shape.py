@@ -21,7 +21,7 @@ LIBRARY = ROOT / "muretai_cli"
 
 SURFACES: dict[str, list[str]] = {
     "artifacts": ["binding", "diddoc", "grant", "handoff", "invite", "keystate", "message",
-                  "org", "ownerstate"],
+                  "org", "ownerstate", "vouch"],
     "cli": ["app", "build_app", "main"],
     "conformance": ["GroupResult", "Status", "keys", "missing_groups", "run_conformance",
                     "web"],
@@ -37,7 +37,8 @@ SURFACES: dict[str, list[str]] = {
              "VerifiedPeers",
              "atomic_write", "dids_named", "ensure_private_dir", "home_dir", "keys_dir",
              "open_to_others", "read_json_file", "valid_name", "write_json_file"],
-    "inbox": ["arrival", "claims", "consent", "invites", "ladder", "reader", "relayed", "store"],
+    "inbox": ["arrival", "claims", "consent", "invites", "ladder", "proposals", "reader",
+              "relayed", "revocations", "store"],
     "lint": ["KNOWN_ORIGINS", "LEVEL_NAMES", "MAX_RESULT_BYTES", "RULES", "SHAPES",
              "VISITOR_ONLY", "Finding", "HandoffFound", "LevelReport", "LevelStatus",
              "LintStream", "Manifest", "Mode", "RawResult", "ResultReader", "ResultReport",
@@ -77,8 +78,7 @@ SURFACES: dict[str, list[str]] = {
     "transport": ["IDLE_SECONDS", "MAX_CONNECTIONS", "MAX_PER_CLIENT", "asgi", "binding",
                   "children", "rate", "serve", "server", "workers"],
     "visit": ["card", "dm", "handoff", "join", "offline", "probe", "relay", "remedies",
-              "replies", "send",
-              "signposts", "turn", "wba"],
+              "replies", "send", "signposts", "turn", "vouch", "wba"],
 }
 
 # Top to bottom; an import may only point to a lower layer (a room never imports one of its

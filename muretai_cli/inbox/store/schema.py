@@ -155,12 +155,15 @@ CREATE TRIGGER inbox_committed AFTER INSERT ON inbox FOR EACH STATEMENT EXECUTE 
 def door_schema() -> Schema:
     from muretai_cli.db import CHANGES_CHANNEL, Schema
     from muretai_cli.inbox.invites import INVITE_TABLES
+    from muretai_cli.inbox.proposals import VOUCH_TABLES
 
     # Version 5: invites, their claims, and the contacts they made.
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
                            {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4, INVITE_TABLES,
                            _V6, _V7, _V8, {"sqlite": _V9_INDEXES,
                                            "postgresql": _V9_INDEXES + ";" + _V9_PG_NOTIFY.replace(
-                                               "{channel}", CHANGES_CHANNEL)}))
+                                               "{channel}", CHANGES_CHANNEL)},
+                           # Version 12 (issue 20): introductions proposed, answered, revoked.
+                           VOUCH_TABLES))
 
 
