@@ -143,24 +143,21 @@ def _drain_until(drain: Drain, stop: threading.Event, deadline: float,
 def relay_drain(key: SigningKey, relay_url: str, open_store: Callable[[], IdentityStore],
                 client_for: Callable[[float, int], SafeClient]) -> Drain:
     """One drain of ``key``'s relay mailbox as a one-shot ``turn-check`` drains it
-    (``TurnCheck.drain``: committed, then acknowledged; shown by the next turn-check), on a
-    store of its own (it runs on the wait's thread).
-
-    THE SEAM for the one-listener-per-identity lease: today it drains as a one-shot
-    turn-check does (and so, like one, supersedes a running ``turn-check --follow``); with
-    the lease it drains only when it can hold the listener, and otherwise returns at once,
-    leaving the holder to commit the reply the wait reads from the store (False)."""
+    (``visit.turn.drain_unless_held``: committed, then acknowledged; shown by the next
+    turn-check), on a store of its own (it runs on the wait's thread), holding the
+    identity's listener lease meanwhile. When another process (a ``turn-check --follow``,
+    the MCP server) holds the listener, nothing is asked of the relay and the drain says so
+    (False): that holder commits the reply, and the wait reads it from the store."""
     from muretai_cli.inbox.consent import policy_of
     from muretai_cli.visit.relay import RelayClient
-    from muretai_cli.visit.turn import TurnCheck
+    from muretai_cli.visit.turn import drain_unless_held
 
     def drain(seconds: int) -> bool:
         store = open_store()
         try:
-            check = TurnCheck(key, store, RelayClient(relay_url, client_for), policy_of(store))
-            check.drain(seconds)
+            return drain_unless_held(key, store, RelayClient(relay_url, client_for),
+                                     policy_of(store), wait=seconds) is not None
         finally:
             store.close()
-        return True
 
     return drain

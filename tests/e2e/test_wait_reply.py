@@ -156,3 +156,30 @@ def test_no_reply_in_time_is_a_timeout_with_the_send_as_it_went() -> None:
         out = muretai("op", "--as", "me", "dm", shop.did, "still there?", "--wait-reply=1")
         assert out.returncode == 5, out.stderr
         assert out.stdout.startswith("receipt from") and "error: timeout" in out.stderr
+
+
+def test_a_follower_holding_my_listener_is_left_alone_and_its_drain_is_read(
+        tmp_path: Path) -> None:
+    from muretai_cli.home import listener_state
+
+    with live_relay(tmp_path / "relay.sqlite3") as relay:
+        for name in ("me", "bob"):
+            new_identity(name)
+            assert run("id", "relay", name, relay.url).exit_code == 0
+            assert run("card", "publish", "--as", name).exit_code == 0
+        assert run("op", "--as", "bob", "policy", "open").exit_code == 0
+        me = _json("id", "show", "me")[1]["did"]
+        bob = _json("id", "show", "bob")[1]["did"]
+        with waiting("op", "--as", "me", "turn-check", "--follow") as follower:
+            wait_until(lambda: listener_state(me) == "elsewhere", "the follower listens")
+            with waiting("op", "--as", "me", "dm", bob, "hello bob", "--relay", relay.url,
+                         "--wait-reply", "25") as proc:
+                def drained() -> list[dict[str, Any]]:
+                    return list(_json("op", "--as", "bob", "turn-check")[1]["messages"])
+                got = wait_until(drained, "bob's turn-check has the message", timeout=30)[0]
+                assert run("op", "--as", "bob", "dm", me, "hi me", "--reply-to",
+                           got["messageId"]).exit_code == 0
+                code, doc = _result(proc)
+            assert follower.poll() is None  # not superseded: it stored the reply
+    assert code == 0, doc
+    assert doc["reply"]["text"] == "hi me" and doc["reply"]["channel"] == "relay"
