@@ -17,10 +17,15 @@ from muretai_cli.errors import Refused
 from muretai_cli.seam import SigningKey, sign_envelope
 
 MESSAGE_SEND = "message/send"
-# What a muretai door's card says (card.muretai.replyBinding) when its replies are bound to
-# the request they answer by ``reply_message_id``; a visitor that reads it requires the match.
-REPLY_BINDING = "messageId-sha256-v1"
+# What a muretai door's card says (card.muretai.replyBinding) when its answers are bound to
+# the request they answer: v1, a reply's messageId is ``reply_message_id``; v2 (this door),
+# the same, and its automatic receipt's is ``receipt_message_id``. A visitor that reads
+# either requires one of the two.
+REPLY_BINDING_V1 = "messageId-sha256-v1"
+REPLY_BINDING = "messageId-sha256-v2"
+REPLY_BINDINGS = (REPLY_BINDING_V1, REPLY_BINDING)
 _REPLY_DOMAIN = b"muretai-reply-v1"
+_RECEIPT_DOMAIN = b"muretai-receipt-v1"
 
 
 def reply_message_id(sender: str, request_message_id: str) -> str:
@@ -33,6 +38,19 @@ def reply_message_id(sender: str, request_message_id: str) -> str:
     digest = hashlib.sha256(b"\0".join((_REPLY_DOMAIN, sender.encode("utf-8"),
                                         request_message_id.encode("utf-8")))).hexdigest()
     return f"r-{digest[:32]}"
+
+
+def receipt_message_id(sender: str, request_message_id: str) -> str:
+    """The signed ``messageId`` of a door's automatic receipt for ``request_message_id``
+    from ``sender`` (delivered, nobody has answered yet): ``"d-"`` + the first 32 hex
+    characters of ``sha256("muretai-receipt-v1" 0x00 sender 0x00 messageId)``.
+
+    The door's signature covers it, so nothing in between can make a receipt read as an
+    answer (or an answer as a receipt) without breaking the signature; and, like the reply's,
+    it binds the receipt to the one request it acknowledges."""
+    digest = hashlib.sha256(b"\0".join((_RECEIPT_DOMAIN, sender.encode("utf-8"),
+                                        request_message_id.encode("utf-8")))).hexdigest()
+    return f"d-{digest[:32]}"
 
 
 def new_context_id() -> str:

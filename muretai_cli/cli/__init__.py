@@ -247,12 +247,14 @@ def __getattr__(name: str) -> Any:
 
 def _split_wait(argv: list[str]) -> list[str]:
     """``--wait=N`` as ``--wait N``: ``--wait`` is a flag whose seconds may follow it
-    (``op inbox``, ``turn-check``), so both spellings and a bare ``--wait`` work."""
+    (``op inbox``, ``turn-check``; ``--wait-reply`` of ``op dm`` alike), so both spellings
+    and a bare flag work."""
     out: list[str] = []
     for index, arg in enumerate(argv):
         if arg == "--":  # what follows is an argument (a message's text), as it is
             return out + argv[index:]
-        out.extend(arg.split("=", 1) if arg.startswith("--wait=") else [arg])
+        split = arg.startswith(("--wait=", "--wait-reply="))
+        out.extend(arg.split("=", 1) if split else [arg])
     return out
 
 

@@ -230,7 +230,9 @@ def join(
     elif joined.by_door:
         say(f"joined {_describe(got)}: the door accepted the claim")
         if "message" in out:
-            verdict = "delivered, reply verified" if out["ok"] else "sent; reply NOT verified"
+            answer = "receipt" if out["message"].get("receipt") else "reply"
+            verdict = f"delivered, {answer} verified" if out["ok"] else \
+                "sent; reply NOT verified"
             say(f"message {verdict}")
     else:  # both only queued: nothing is known of the inviter's verdict yet
         say(f"claim queued for {_describe(got)}: the inviter judges it at its next "

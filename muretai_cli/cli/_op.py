@@ -26,7 +26,7 @@ contact_app = _opvisit.contact_app
 contact_app.callback()(acting_as)
 _door.register_contact(contact_app)
 app.add_typer(contact_app, name="contact")
-app.command("dm")(_opvisit.dm)
+app.command("dm", context_settings=_opvisit.DM_SETTINGS)(_opvisit.dm)
 app.add_typer(_opvisit.handoff_app, name="handoff")
 _opdoor.register(app)
 _opconv.register(app)

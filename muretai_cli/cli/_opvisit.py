@@ -139,6 +139,10 @@ def dm(
     max_bytes: MaxBytesOpt = DEFAULT_MAX_BYTES,
     wba: WbaOpt = False,
     wba_agent: WbaAgentOpt = None,
+    wait_reply: Annotated[bool, typer.Option(
+        "--wait-reply", help="Then wait for the peer's reply to it (with --context: any "
+        "message of the conversation): 25 s, or the seconds after it (≤ 30); none: exit 5."
+        )] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Send one signed DM: knock on the peer's door, or seal it and deposit it at its relay.
@@ -153,11 +157,12 @@ def dm(
 
     from muretai_cli.cli._acting import op_identity
     from muretai_cli.cli._durations import parse_seconds
-    from muretai_cli.cli._opdoor import op_store
+    from muretai_cli.cli._opdoor import op_store, wait_seconds
     from muretai_cli.cli._visitout import client_for
     from muretai_cli.home import ConnectionStore, PinStore, Profiles, TrustList
     from muretai_cli.visit.send import Sender, send_dm
 
+    seconds = wait_seconds(wait_reply, list(ctx.args))
     text = message_text(message, message_file)
     grant_or_url = connect_value(connect)
     ident = op_identity(ctx)
@@ -179,10 +184,20 @@ def dm(
                     message_key=ident.message_key(), name=ident.name)
 
     def run() -> None:
+        from muretai_cli.cli import _opreply
+
+        after = store.latest_seq() if wait_reply else 0  # the reply's cursor: before it goes
         with progress(f"sending to {did}"):
             report = send_dm(sender, did, text, connect=grant_or_url, card_url=card_url,
                              relay_url=relay, context_id=context, reply_to=reply_to)
-        _render_send(report, json_out)
+        if not wait_reply:
+            _render_send(report, json_out)
+            return
+        from muretai_cli.cli._acting import op_db
+
+        _opreply.finish(report, store, after=after, seconds=seconds, context=context,
+                        drain=_opreply.drain_for(ident, op_db(ctx)), json_out=json_out,
+                        render=_render_send)
 
     try:
         _with_refusal_details(json_out, run)
@@ -222,7 +237,8 @@ def _render_send(report: SendReport, json_out: bool) -> None:
             note("a first contact: the door's owner decides; do not resend it")
 
 
-contact_app.command("dm")(dm)
+DM_SETTINGS = {"allow_extra_args": True}  # --wait-reply's seconds, as inbox --wait's
+contact_app.command("dm", context_settings=DM_SETTINGS)(dm)
 
 
 @contact_app.command("verify")

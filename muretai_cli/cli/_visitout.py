@@ -234,6 +234,9 @@ def dm_lines(report: DmReport) -> list[str]:
     reply = report.reply
     if reply.kind == "lost":
         return [f"delivered to {report.to}; the reply was lost"]
+    if reply.receipt:  # the door's own words, not an answer: said so before they are quoted
+        return [f"receipt from {report.to} ({bound_words(reply.binding)}): delivered, "
+                "no reply yet", *quoted(reply.text or "", limit=2000)]
     if reply.verdict.ok:
         head = f"reply from {report.to} ({bound_words(reply.binding)})"
         if reply.state:

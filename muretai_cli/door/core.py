@@ -271,7 +271,8 @@ class Door:
             limits = self.rate.limits(arrival.sender)
         else:
             self._rate(arrival.sender, self.clock())
-        reply = self._reply(arrival, f"accepted: delivered to {self.config.name}'s inbox", now)
+        reply = self._reply(arrival, f"accepted: delivered to {self.config.name}'s inbox", now,
+                            receipt=True)
         from muretai_cli.inbox.relayed import proved_reply_to
 
         hint = arrival.reply_hint
@@ -316,15 +317,23 @@ class Door:
                          "decision.",
         }
 
-    def _reply(self, to: Arrival, text: str, now: int) -> dict[str, Any]:
-        from muretai_cli.artifacts.message import reply_message_id, signed_message
+    def _reply(self, to: Arrival, text: str, now: int, *, receipt: bool = False
+               ) -> dict[str, Any]:
+        from muretai_cli.artifacts.message import (
+            receipt_message_id,
+            reply_message_id,
+            signed_message,
+        )
 
-        # The reply's signed messageId and contextId bind it to the request it answers.
+        # The answer's signed messageId and contextId bind it to the request it answers; the
+        # messageId's derivation also says, signed, whether it is the automatic receipt
+        # (nobody answered yet) or an answer (--on-message): docs/conversations.md.
+        derive = receipt_message_id if receipt else reply_message_id
         message = signed_message(self.key, to=to.sender,
                                  text=text,
                                  now=now, context_id=to.context_id,
                                  role="agent", reply_to=to.message_id,
-                                 message_id=reply_message_id(to.sender, to.message_id))
+                                 message_id=derive(to.sender, to.message_id))
         message["contextId"] = to.context_id
         return message
 

@@ -122,6 +122,8 @@ class Tools:
         answering = _string(reply_to, "reply_to", limit=MAX_ID, required=False)
         store = self.store()
         try:
+            if answering is not None:  # a reply to my message: from the peer it went to
+                who = _reply_peer(store, answering, who)
             if wait:
                 page = wait_after(store, cursor, peer=who, context=conv, reply_to=answering,
                                   limit=count, timeout=timeout)
@@ -245,6 +247,18 @@ class Tools:
         return gate(request_id, f"{what}: run `{command}` to do it",
                     "this needs the owner: show them the command and wait; do not retry",
                     command=command)
+
+
+def _reply_peer(store: "IdentityStore", reply_to: str, peer: str | None) -> str:
+    """Who a reply to my message ``reply_to`` comes from (``visit.replies.scope_of``)."""
+    from muretai_cli.visit.replies import scope_of
+
+    scope = scope_of(store, reply_to, peer=peer)
+    if scope is None:
+        raise InputError("unknown-message", f"no message {reply_to} was sent by this "
+                                            f"identity{f' to {peer}' if peer else ''}",
+                         hint="give reply_to the messageId send_message returned")
+    return scope.peer
 
 
 def _offers_elicitation(ctx: Context) -> bool:

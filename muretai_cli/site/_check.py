@@ -314,14 +314,13 @@ def _check_door(v: _Visit) -> None:
 
 def _check_signed_knock(v: _Visit, signer: SigningKey | None) -> None:
     from muretai_cli.artifacts.message import (
-        REPLY_BINDING,
+        REPLY_BINDINGS,
         build_message_send,
         new_context_id,
-        reply_message_id,
         signed_message,
     )
     from muretai_cli.seam import canonical_bytes
-    from muretai_cli.visit.dm import Sent, check_reply
+    from muretai_cli.visit.dm import check_reply, sent_of
 
     if signer is None:
         v.add("door-signed", "INFO", "not run (add --as NAME to knock signed)")
@@ -348,9 +347,8 @@ def _check_signed_knock(v: _Visit, signer: SigningKey | None) -> None:
               rpcCode=error.get("code"), reason=reason)
         return
     section = (v.card or {}).get("muretai")
-    promised = isinstance(section, Mapping) and section.get("replyBinding") == REPLY_BINDING
-    sent = Sent(message["messageId"], message["contextId"],
-                reply_message_id(signer.did, message["messageId"]) if promised else None)
+    promised = isinstance(section, Mapping) and section.get("replyBinding") in REPLY_BINDINGS
+    sent = sent_of(signer.did, message, promised=promised)
     reply = check_reply(doc, door_did=v.did, me=signer.did, sent=sent, now=v.now)
     if reply.verdict.ok:
         v.add("door-signed", "PASS", f"a reply signed by {v.did}, bound to the "

@@ -8,8 +8,15 @@ connection is remembered only then.
 A reply is bound to the message it answers in signed bytes, never by its unsigned
 ``replyTo``: its signed ``contextId`` must be the conversation's (a new conversation gets a
 fresh random one), and when the door's card promises it (``muretai.replyBinding``) its
-signed ``messageId`` must be ``reply_message_id(me, sent messageId)``. A reply bound by
-neither is refused (``reply-not-bound``); one bound only by the conversation says so.
+signed ``messageId`` must be ``reply_message_id(me, sent messageId)`` or
+``receipt_message_id(me, sent messageId)``. A reply bound by neither is refused
+(``reply-not-bound``); one bound only by the conversation says so.
+
+Receipts are not answers: a verified answer whose signed ``messageId`` is
+``receipt_message_id(me, sent messageId)`` is the door's automatic receipt (delivered,
+nobody answered yet), reported under ``receipt``; any other verified answer (an owner's or
+``--on-message`` answer, the reference Agent Entry's responder, an older muretai door's
+receipt, which carries no marker) is a ``reply``.
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ class ReplyCheck:
     state: str | None = None
     message_id: str | None = None
     binding: Binding | None = None  # what the signature proves the reply answers
+    receipt: bool = False  # verified, and signed as the door's automatic receipt
 
     def to_json(self) -> dict[str, Any]:
         return {"verified": self.verdict.ok, "kind": self.kind, "text": self.text,
@@ -92,10 +100,18 @@ class DmReport:
     def exit_code(self) -> int:
         return 0 if self.reply.verdict.ok else 1
 
+    @property
+    def receipt(self) -> bool:
+        """The door only said it delivered the message (its signed receipt, or the answer
+        to a retry that says the first attempt arrived): nobody has answered yet."""
+        return self.reply.receipt or self.reply.kind == "lost"
+
     def to_json(self) -> dict[str, Any]:
+        check = self.reply.to_json()
         return {"ok": self.exit_code == 0, "to": self.to, "endpoint": self.endpoint,
                 "sent": self.sent_id, "redeem": self.redeemed, **dict(self.grant),
-                "reply": self.reply.to_json(), "remembered": self.remembered,
+                "receipt": check if self.receipt else None,
+                "reply": None if self.receipt else check, "remembered": self.remembered,
                 "card": self.card.to_json() if self.card is not None else None}
 
 
@@ -131,12 +147,11 @@ def target_from_card(card: CardCheck, to_did: str, *, grant: Mapping[str, Any] |
 
 def promised_binding(card: CardCheck) -> str | None:
     """The card's promise of message-bound replies (``muretai.replyBinding``), if ours."""
-    from muretai_cli.artifacts.message import REPLY_BINDING
+    from muretai_cli.artifacts.message import REPLY_BINDINGS
 
     section = card.card.get("muretai") if card.card else None
-    if isinstance(section, Mapping) and section.get("replyBinding") == REPLY_BINDING:
-        return REPLY_BINDING
-    return None
+    promise = section.get("replyBinding") if isinstance(section, Mapping) else None
+    return promise if isinstance(promise, str) and promise in REPLY_BINDINGS else None
 
 
 def resolve_target(to_did: str, *, connect: str | Mapping[str, Any] | None,
@@ -245,20 +260,33 @@ class Sent:
     message_id: str
     context_id: str | None
     bound_reply_id: str | None = None
+    receipt_id: str | None = None  # the messageId a muretai door's receipt signs
+
+
+def sent_of(me: str, message: Mapping[str, Any], *, promised: bool) -> Sent:
+    """What a reply to ``message`` (sent by ``me``) must prove it answers; ``promised``: the
+    door's card promised message-bound replies."""
+    from muretai_cli.artifacts.message import receipt_message_id, reply_message_id
+
+    mid = str(message["messageId"])
+    return Sent(mid, message.get("contextId"), reply_message_id(me, mid) if promised else None,
+                receipt_message_id(me, mid))
 
 
 def binding_of(fields: Mapping[str, Any], sent: Sent) -> tuple[Binding | None, Reason | None]:
     """What the reply's SIGNED fields prove it answers; an error reason when not enough."""
-    if sent.bound_reply_id is not None:
-        if fields["messageId"] != sent.bound_reply_id:
-            return None, error("reply-not-bound", f"the reply's signed messageId "
-                                                  f"{str(fields['messageId'])[:80]!r} is not "
-                                                  f"the one this door promised for "
-                                                  f"{sent.message_id} ({sent.bound_reply_id})")
-        if fields["contextId"] == sent.context_id:
-            return "message", None
+    derived = fields["messageId"] in tuple(i for i in (sent.bound_reply_id, sent.receipt_id)
+                                           if i is not None)
+    if sent.bound_reply_id is not None and not derived:
+        return None, error("reply-not-bound", f"the reply's signed messageId "
+                                              f"{str(fields['messageId'])[:80]!r} is not "
+                                              f"the one this door promised for "
+                                              f"{sent.message_id} ({sent.bound_reply_id}, or "
+                                              f"its receipt's {sent.receipt_id})")
+    if derived and fields["contextId"] == sent.context_id:
+        return "message", None
     if sent.context_id is not None and fields["contextId"] == sent.context_id:
-        return ("message" if sent.bound_reply_id else "conversation"), None
+        return "conversation", None
     return None, error("reply-not-bound", f"the reply's signed contextId "
                                           f"{str(fields['contextId'])[:80]!r} is not this "
                                           f"conversation's ({sent.context_id}); nothing signed "
@@ -351,8 +379,10 @@ def check_reply(doc: Mapping[str, Any], *, door_did: str, me: str, sent: Sent, n
     found, text, binding = check_signed_reply(result, door_did=door_did, me=me, sent=sent,
                                               now=now)
     message_id = result.get("messageId")
-    return ReplyCheck(Verdict.of("reply", found), "message", text, None,
-                      message_id if isinstance(message_id, str) else None, binding)
+    verdict = Verdict.of("reply", found)
+    receipt = verdict.ok and sent.receipt_id is not None and message_id == sent.receipt_id
+    return ReplyCheck(verdict, "message", text, None,
+                      message_id if isinstance(message_id, str) else None, binding, receipt)
 
 
 def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, now: int,
@@ -364,12 +394,7 @@ def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, n
     A refusal carries what was sent (``data.sent``, ``data.contextId``), so a held message
     can be recorded as pending.
     """
-    from muretai_cli.artifacts.message import (
-        build_message_send,
-        new_context_id,
-        reply_message_id,
-        signed_message,
-    )
+    from muretai_cli.artifacts.message import build_message_send, new_context_id, signed_message
     from muretai_cli.seam import canonical_bytes
 
     redeemed, grant_facts = redeem(client, key, target, now)
@@ -399,14 +424,13 @@ def deliver(key: SigningKey, target: Target, text: str, *, client: SafeClient, n
         exc.data.update({"sent": message["messageId"], "contextId": message["contextId"],
                          "timestamp": now})
         raise
-    bound_id = reply_message_id(key.did, message["messageId"]) if target.reply_binding else None
-    sent = Sent(message["messageId"], message["contextId"], bound_id)
+    sent = sent_of(key.did, message, promised=target.reply_binding is not None)
     reply = check_reply(doc, door_did=target.door_did, me=key.did, sent=sent, now=now)
     if retried and reply.verdict.ok:
         reply = ReplyCheck(Verdict.of("reply", [*reply.verdict.reasons, warning(
             "reply-recovered", "the first answer was lost; the door answered the "
                                "byte-identical retry")]), reply.kind, reply.text, reply.state,
-            reply.message_id, reply.binding)
+            reply.message_id, reply.binding, reply.receipt)
     return _report(key, target, message, now, redeemed, grant_facts, reply, connections, text)
 
 

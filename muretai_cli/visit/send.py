@@ -84,6 +84,8 @@ class SendReport:
             dm = self.dm.to_json()
             dm.pop("ok", None)
             out.update({k: v for k, v in dm.items() if k not in out})
+        out.setdefault("receipt", None)  # the door's receipt, and the answer: none yet
+        out.setdefault("reply", None)
         out["warnings"] = [r.to_json() for r in self.reasons]
         return out
 

@@ -263,7 +263,7 @@ def test_join_through_a_door_then_talk() -> None:
         code, doc = run_json("join", text, "--as", "jo", "--message", "hello Ines")
         assert code == 0, doc
         assert doc["claim"]["joiner"] == doc["message"]["to"] or doc["inviter"] == door.did
-        assert doc["message"]["reply"]["verified"] is True
+        assert doc["message"]["receipt"]["verified"] is True  # the door's receipt
         store = door.store()
         try:
             inv = InviteStore(store.db)

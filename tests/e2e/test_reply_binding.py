@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from muretai_cli.artifacts.message import REPLY_BINDING, reply_message_id
+from muretai_cli.artifacts.message import REPLY_BINDING, receipt_message_id, reply_message_id
 from tests.cli_helpers import new_identity, run
 from tests.door_helpers import live_door
 from tests.servers import run_uvicorn
@@ -85,7 +85,7 @@ def test_replayed_reply_with_rewritten_reply_to_is_refused() -> None:
     with mitm_in_front() as (door, mitm, front):
         code, first = _dm(door.did, "one", "--connect", front)
         assert code == 0, first
-        assert first["reply"]["boundTo"] == "message"
+        assert first["receipt"]["boundTo"] == "message"
         # a new conversation each time: the old reply's signed contextId is not this one's
         code, second = _dm(door.did, "two")
         assert code == 1, second
@@ -112,8 +112,8 @@ def test_door_signs_a_reply_bound_to_the_request_and_says_so() -> None:
         assert code == 0, doc
         sent = doc["sent"]
         vis = json.loads(run("id", "show", "vis", "--json").stdout)["did"]
-        assert doc["reply"]["messageId"] == reply_message_id(vis, sent)
-        assert doc["reply"]["boundTo"] == "message"
+        assert doc["receipt"]["messageId"] == receipt_message_id(vis, sent)
+        assert doc["receipt"]["boundTo"] == "message" and doc["reply"] is None
         human = run("op", "--as", "vis", "contact", "dm", door.did, "again")
         assert "(verified, bound to this message)" in human.stdout
 

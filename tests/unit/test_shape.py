@@ -78,8 +78,8 @@ SURFACES: dict[str, list[str]] = {
              "check_site", "domain_linkage", "domain_of", "site_base"],
     "transport": ["IDLE_SECONDS", "MAX_CONNECTIONS", "MAX_PER_CLIENT", "asgi", "binding",
                   "children", "rate", "serve", "server", "workers"],
-    "visit": ["card", "dm", "handoff", "join", "offline", "probe", "relay", "remedies", "send",
-              "signposts", "turn", "vouch", "wba"],
+    "visit": ["card", "dm", "handoff", "join", "offline", "probe", "relay", "remedies",
+              "replies", "send", "signposts", "turn", "vouch", "wba"],
 }
 
 # Top to bottom; an import may only point to a lower layer (a room never imports one of its
