@@ -233,7 +233,7 @@ def event_lines(event: dict[str, Any]) -> list[str]:
 def policy(
     ctx: typer.Context,
     value: Annotated[str | None, typer.Argument(
-        metavar="[open|quarantine|closed]", help="Set it; without a value, show it.",
+        metavar="[open|quarantine|closed|introduced]", help="Set it; without a value, show it.",
         show_default=False)] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -248,7 +248,7 @@ def policy(
     chosen = next((p for p in POLICIES if p == value), None)
     if value is not None and chosen is None:
         raise InputError("bad-policy", f"{safe(value, limit=40)!r} is not a policy",
-                         hint="use open, quarantine or closed")
+                         hint="use open, quarantine, closed or introduced")
     ident = op_identity(ctx)
     store = op_store(ctx)
     try:

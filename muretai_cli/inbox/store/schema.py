@@ -151,6 +151,23 @@ DROP TRIGGER IF EXISTS inbox_committed ON inbox;
 CREATE TRIGGER inbox_committed AFTER INSERT ON inbox FOR EACH STATEMENT EXECUTE FUNCTION inbox_committed()
 """  # noqa: E501
 
+# Version 11 (issue 20): introductions (``introductions.py``, docs/trust.md): the vouch a held
+# request came with (JSON: the gate's verdict and the credential's facts); the senders the
+# gate admitted as introduced; credentials this identity issued, and those it holds.
+INTRODUCTION_TABLES = """
+ALTER TABLE requests ADD COLUMN vouch TEXT;
+CREATE TABLE IF NOT EXISTS introduced (
+  sender TEXT PRIMARY KEY, issuer TEXT NOT NULL, credential_id TEXT NOT NULL,
+  doc TEXT NOT NULL, at {int} NOT NULL);
+CREATE TABLE IF NOT EXISTS intros_issued (
+  id TEXT PRIMARY KEY, subject TEXT NOT NULL, target TEXT NOT NULL, mode TEXT NOT NULL,
+  doc TEXT NOT NULL, issued {int} NOT NULL, valid_until {int} NOT NULL);
+CREATE TABLE IF NOT EXISTS intros_held (
+  id TEXT PRIMARY KEY, issuer TEXT NOT NULL, target TEXT NOT NULL, doc TEXT NOT NULL,
+  url TEXT, relay TEXT, enc_pub TEXT, valid_until {int} NOT NULL, received {int} NOT NULL);
+CREATE INDEX IF NOT EXISTS intros_held_target ON intros_held (target, valid_until)
+"""
+
 
 def door_schema() -> Schema:
     from muretai_cli.db import CHANGES_CHANNEL, Schema
@@ -161,6 +178,7 @@ def door_schema() -> Schema:
                            {"sqlite": _V2_SQLITE, "postgresql": ""}, _V3, _V4, INVITE_TABLES,
                            _V6, _V7, _V8, {"sqlite": _V9_INDEXES,
                                            "postgresql": _V9_INDEXES + ";" + _V9_PG_NOTIFY.replace(
-                                               "{channel}", CHANGES_CHANNEL)}))
+                                               "{channel}", CHANGES_CHANNEL)},
+                           INTRODUCTION_TABLES))
 
 
