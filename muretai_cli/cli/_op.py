@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from muretai_cli.cli import _door, _opconv, _opdoor, _opvisit
+from muretai_cli.cli import _door, _opconv, _opdoor, _opintro, _opvisit
 from muretai_cli.cli._acting import acting_as
 from muretai_cli.cli._tree import AsGroup
 
@@ -30,3 +30,4 @@ app.command("dm")(_opvisit.dm)
 app.add_typer(_opvisit.handoff_app, name="handoff")
 _opdoor.register(app)
 _opconv.register(app)
+_opintro.register(app)

@@ -17,6 +17,7 @@ from muretai_cli.cli._out import JsonOpt, note, say
 from muretai_cli.cli._text import safe, when
 from muretai_cli.cli._visitout import quoted
 from muretai_cli.errors import InputError
+from muretai_cli.inbox.vouches import mark_requests
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.store import IdentityStore
@@ -89,6 +90,7 @@ def inbox(
     for m in rows:
         m["from" if m["direction"] == "in" else "to"] = m["peer"]
         m["checkedOutOfBand"] = m["peer"] in checked
+    mark_requests(rows)
     if json_out:
         emit_json({"ok": True, "messages": rows})
         return
@@ -139,6 +141,7 @@ def _inbox_after(ctx: typer.Context, after: int, *, peer: str | None, context: s
     checked = checked_peers(ctx)
     entries = [{**e, "direction": "in", "checkedOutOfBand": e["from"] in checked}
                for e in page.entries]
+    mark_requests(entries)
     if json_out:
         emit_json({"ok": True, **page.to_json(), "entries": entries,
                    "timedOut": page.waited})
@@ -173,6 +176,11 @@ def message_lines(m: dict[str, Any]) -> list[str]:
         head += f"  {wba_text(m['wba'])}"
     if m.get("damaged"):
         head += f"  {DAMAGED}"
+    asked = m.get("introductionRequest")
+    if asked:
+        return [head, f"  introduction request: {safe(asked['from'], limit=120)} asks you to "
+                      f"introduce them to {safe(asked['for'], limit=120)}"
+                      + (" (their note follows)" if asked.get("note") is not None else "")]
     return [head, *quoted(m["text"], limit=2000)]
 
 
@@ -194,6 +202,10 @@ def _print_requests(rows: list[dict[str, Any]]) -> None:
         say(f"{r['id']}  {when(r['received'])}  {sender}  {r['status']}"
             + (f"  ({len(kept)} messages)" if len(kept) > 1 else "")
             + (f"  {DAMAGED}" if r.get("damaged") else ""))
+        from muretai_cli.cli._opintro import vouch_lines
+
+        for line in vouch_lines(r.get("vouch")):
+            say(line)
         for message in kept:
             for line in quoted(message["text"], limit=500):
                 say(line)

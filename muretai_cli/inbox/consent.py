@@ -6,8 +6,9 @@ request) and returns what was done, or raises the policy's refusal as an ``RpcEr
 
 The trust gate is here too, once for every way in (``docs/trust.md``, "The gate"): a first
 contact's introduction (``Arrival.vc``) verified for (sender, me), then judged by its
-issuer (one of my contacts: admitted as introduced; anyone else: held, or ``ISSUER_NOT_TRUSTED`` where
-it cannot be held) and by the owner's review of its proposal (``VouchBook.proposal``).
+issuer (one of my contacts: admitted as introduced; anyone else: held, or refused
+``ISSUER_NOT_TRUSTED`` where it cannot be held) and by the owner's review of its proposal
+(``VouchBook.proposal``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ POLICIES: tuple[Policy, ...] = ("open", "quarantine", "closed", "introduced")
 HELD_CODE = Code.AWAITING_APPROVAL  # a first contact held for the owner's approval
 POLICY_KEY = "policy"  # the store setting that holds the identity's policy
 DEFAULT_POLICY: Policy = "quarantine"
-# What a stranger refused under ``introduced`` is told to do (in the INTRODUCTION_REQUIRED refusal's data).
+# What a stranger refused under ``introduced`` is told to do (in the refusal's data).
 INTRODUCTION_REMEDY = ("ask someone this identity knows to introduce you: "
                        "`muretai op --as YOU intro ask INTRODUCER --to {me}`, then send "
                        "again once they vouched (the introduction rides your first message)")
@@ -216,8 +217,9 @@ def _vouch(store: IdentityStore, arrival: Arrival, now: int, book: VouchBook) ->
 
 def verified(credential: object, *, subject: str, recipient: str, now: int,
              book: VouchBook) -> Introduction:
-    """``verify_introduction`` with ``book``'s revocations, its refusal as ``INTRODUCTION_INVALID`` named
-    ``introduction-<reason>`` (``introduction-expired``, ``introduction-wrong-recipient``…)."""
+    """``verify_introduction`` with ``book``'s revocations, its refusal as
+    ``INTRODUCTION_INVALID`` named ``introduction-<reason>`` (``introduction-expired``,
+    ``introduction-wrong-recipient``…)."""
     from muretai_cli.artifacts.introduction import verify_introduction
 
     doc = credential if isinstance(credential, dict) else {}

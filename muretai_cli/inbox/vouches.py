@@ -8,9 +8,10 @@ published lists and the owner's proposal rows is given in its place.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from collections.abc import MutableMapping, Sequence
+from typing import Any, Literal, Protocol
 
-__all__ = ["NO_VOUCH_BOOK", "NoVouchBook", "ProposalState", "VouchBook"]
+__all__ = ["NO_VOUCH_BOOK", "NoVouchBook", "ProposalState", "VouchBook", "mark_requests"]
 
 ProposalState = Literal["pending", "approved", "declined"]
 
@@ -40,3 +41,27 @@ class NoVouchBook:
 
 
 NO_VOUCH_BOOK: VouchBook = NoVouchBook()
+
+
+def mark_requests(entries: Sequence[MutableMapping[str, Any]]) -> None:
+    """Mark each received message that is an introduction request (text
+    ``introduce-me-to:`` + a DID) with ``introductionRequest`` {from, for, note}: who asks,
+    for whom, and the text of the asker's next message in that conversation (its note), so
+    every view shows it as a request, not as plain text. ``entries``: inbox entries (``from``
+    or ``peer``, ``contextId``, ``text``, ``direction`` when both ways), in order."""
+    from muretai_cli.artifacts.introduction import REQUEST_PREFIX
+
+    for i, entry in enumerate(entries):
+        text = entry.get("text")
+        sender = entry.get("from") or entry.get("peer")
+        if entry.get("direction", "in") != "in" or not isinstance(text, str) \
+                or not text.startswith(REQUEST_PREFIX):
+            continue
+        target = text[len(REQUEST_PREFIX):].strip()
+        if not target.startswith("did:") or len(target) > 256:
+            continue
+        note = next((e.get("text") for e in entries[i + 1:]
+                     if (e.get("from") or e.get("peer")) == sender
+                     and e.get("contextId") == entry.get("contextId")
+                     and e.get("direction", "in") == "in"), None)
+        entry["introductionRequest"] = {"from": sender, "for": target, "note": note}

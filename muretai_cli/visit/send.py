@@ -113,8 +113,10 @@ class Sender:
 def send_dm(sender: Sender, to_did: str, text: str, *,
             connect: str | Mapping[str, Any] | None = None, card_url: str | None = None,
             relay_url: str | None = None, context_id: str | None = None,
-            reply_to: str | None = None) -> SendReport:
-    """Route, send and record one signed DM; see the module's docstring."""
+            reply_to: str | None = None,
+            extra_metadata: Mapping[str, Any] | None = None) -> SendReport:
+    """Route, send and record one signed DM; see the module's docstring. ``extra_metadata``
+    rides beside the signed fields (unsigned: an introduction's ``vc``, a gift's ``held_vc``)."""
     if not text:
         raise InputError("empty-message", "the message is empty")
     if to_did == sender.key.did:
@@ -135,7 +137,9 @@ def send_dm(sender: Sender, to_did: str, text: str, *,
         return SendReport("held", to_did, pending["channel"], pending["messageId"],
                           pending["contextId"], "", pending["replyTo"], pending["requestId"],
                           route="pending", already_held=True, reasons=reasons)
-    metadata = {"relay": sender.my_relay} if sender.my_relay else None
+    metadata: dict[str, Any] | None = {"relay": sender.my_relay} if sender.my_relay else None
+    if extra_metadata:
+        metadata = {**(metadata or {}), **extra_metadata}
     reasons += _reply_path(sender)
     if connect is not None or card_url is not None:
         target = _door_target(sender, to_did, connect=connect, card_url=card_url)

@@ -77,7 +77,8 @@ SURFACES: dict[str, list[str]] = {
              "check_site", "domain_linkage", "domain_of", "site_base"],
     "transport": ["IDLE_SECONDS", "MAX_CONNECTIONS", "MAX_PER_CLIENT", "asgi", "binding",
                   "children", "rate", "serve", "server", "workers"],
-    "visit": ["card", "dm", "handoff", "join", "offline", "probe", "relay", "remedies", "send",
+    "visit": ["card", "dm", "handoff", "introduce", "join", "offline", "probe", "relay",
+              "remedies", "send",
               "signposts", "turn", "wba"],
 }
 

@@ -44,6 +44,10 @@ class Introductions(StoreBase):
         row = self.db.one("SELECT issuer FROM introduced WHERE sender=?", (sender,))
         return str(row[0]) if row else None
 
+    def heard_from(self, did: str) -> bool:
+        """Whether the inbox holds a message from ``did`` (a conversation is open)."""
+        return self.db.one("SELECT 1 FROM inbox WHERE sender=? LIMIT 1", (did,)) is not None
+
     def record_issued(self, intro: Introduction, now: int) -> None:
         with self.db.transaction() as tx:
             tx.execute("INSERT INTO intros_issued (id, subject, target, mode, doc, issued, "
