@@ -146,7 +146,10 @@ def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
         problem = exc  # a relay that lies or fails: what was committed is still shown
 
     def render(items: list[dict[str, Any]]) -> str:
+        from muretai_cli.inbox.vouches import mark_requests
+
         events = [event_of(i) for i in items]
+        mark_requests([e for e in events if e["event"] == "message"])
         if not json_out:
             return "".join(line + "\n" for event in events for line in event_lines(event))
         doc: dict[str, Any] = {
@@ -178,9 +181,12 @@ def _follow(check: TurnCheck, json_out: bool) -> None:
     from muretai_cli.visit.turn import event_of
 
     def render(items: list[dict[str, Any]]) -> str:
+        from muretai_cli.inbox.vouches import mark_requests
+
         out = []
-        for item in items:
-            event = event_of(item)
+        events = [event_of(item) for item in items]
+        mark_requests([e for e in events if e["event"] == "message"])
+        for event in events:
             if json_out:
                 out.append(json_text({"ok": event["event"] != "refused", **event}, line=True))
             else:
