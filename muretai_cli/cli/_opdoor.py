@@ -202,13 +202,34 @@ def _print_requests(rows: list[dict[str, Any]]) -> None:
         say(f"{r['id']}  {when(r['received'])}  {sender}  {r['status']}"
             + (f"  ({len(kept)} messages)" if len(kept) > 1 else "")
             + (f"  {DAMAGED}" if r.get("damaged") else ""))
-        from muretai_cli.cli._opintro import vouch_lines
-
         for line in vouch_lines(r.get("vouch")):
             say(line)
         for message in kept:
             for line in quoted(message["text"], limit=500):
                 say(line)
+
+
+def vouch_lines(vouch: dict[str, Any] | None) -> list[str]:
+    """A held request's vouch for people (``op requests``): who vouches for whom, the trust
+    level, the expertise and the provenance; every value a peer wrote made inert."""
+    if not vouch:
+        return []
+    issuer = safe(vouch.get("issuer"), limit=120)
+    name = vouch.get("issuerName")
+    who = f"{safe(name, limit=60)} ({issuer})" if name else issuer
+    verdict = vouch.get("verdict")
+    standing = {"not-a-contact": f"vouched for by {who}, who is not your contact",
+                "pending": f"vouched for by {who}; the proposal awaits your review"
+                }.get(str(verdict), f"vouched for by {who}")
+    how = "proactive" if vouch.get("provenance") == "proactive" else \
+        f"requested by {safe(vouch.get('subject'), limit=120)} on {when(vouch.get('requestedAt'))}"
+    skills = ", ".join(safe(e, limit=80) for e in vouch.get("expertise") or []) or "-"
+    bp = vouch.get("trustLevelBp")
+    level = f"{bp / 1000:g}" if isinstance(bp, int) else "?"
+    return [f"  {standing}",
+            f"  introduces {safe(vouch.get('subject'), limit=120)} to "
+            f"{safe(vouch.get('introducedTo'), limit=120)}; trust {level}; expertise {skills}; "
+            f"{how}; until {safe(vouch.get('validUntil'), limit=40)}"]
 
 
 def _named(row: dict[str, Any]) -> dict[str, Any]:
