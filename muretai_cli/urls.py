@@ -19,6 +19,8 @@ from muretai_cli.errors import InputError, MuretaiError
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
 CARD_SIG_PATH = "/.well-known/agent-card.sig.json"
+# An issuer's signed list of the introductions it revoked (ours: docs/trust.md).
+REVOCATIONS_PATH = "/.well-known/muretai-revocations.json"
 # The absolute relation agent-entry names its door with (RFC 8288 §2.1.2: an unregistered
 # relation is a URI); beside it a door's notice sends RFC 8631's registered "service-desc".
 AGENT_ENTRY_REL = "https://muretai.net/rel/agent-entry"

@@ -111,6 +111,18 @@ def deposit_body(sender: SigningKey, to: SigningKey, text: str = "hi", *,
                                                  blob=blob)}
 
 
+def signed_deposit(relay: LiveRelay, sender: SigningKey, to: SigningKey, text: str) -> str:
+    """A signed message/send for ``to``, sealed and deposited over HTTP as ``op dm`` would:
+    its messageId."""
+    env = sign_envelope(sender, to=to.did, text=text, timestamp=int(time.time()))
+    message = build_message(env)
+    blob = seal_box(sender, to.enc_pub, json.dumps(build_message_send(message, 1)).encode(),
+                    ad=b"")
+    answer = relay.post("send", deposit_body(sender, to, blob=blob))
+    assert answer.status_code == 200, answer.text
+    return str(message["messageId"])
+
+
 def listen_body(key: SigningKey, origin: str, *, epoch: int = 1, wait: float | None = None,
                 minute: int | None = None) -> dict[str, Any]:
     minute = int(time.time() // 60) if minute is None else minute

@@ -2,4 +2,4 @@
 
 # The room's public surface: its modules (each imported on first use, never here).
 __all__ = ["binding", "diddoc", "grant", "handoff", "invite", "keystate", "message", "org",
-           "ownerstate"]
+           "ownerstate", "vouch"]

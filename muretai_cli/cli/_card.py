@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -169,8 +169,11 @@ def publish(
                          hint=f"set one with `muretai id relay {ident.name} URL`")
     door = parse_base_url(url).text if url else ""
     key = ident.signing_key()
-    card = {"did": key.did, "name": name or ident.name, "url": door, "relay": relay,
-            "enc_pub": key.enc_pub}
+    card: dict[str, Any] = {"did": key.did, "name": name or ident.name, "url": door,
+                            "relay": relay, "enc_pub": key.enc_pub}
+    from muretai_cli.cli._vouch import relay_card_revocations
+
+    card.update(relay_card_revocations(ident, key, int(time.time())))
     envelope = sign_card_envelope(key, card, int(time.time()))
     client = RelayClient(relay, client_for, timeout=parse_seconds(timeout))
     with progress(f"publishing to {relay}"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,7 +18,10 @@ from muretai_cli.cli._visitout import quoted
 from muretai_cli.errors import InputError
 
 if TYPE_CHECKING:
+    from muretai_cli.door.respond import OnMessage, Outcome
     from muretai_cli.visit.turn import TurnCheck
+
+_OUT = threading.Lock()  # the follower's stdout: its events and --exec's reports
 
 
 
@@ -34,6 +38,15 @@ def turn_check(
                     ] = False,
     follow: Annotated[bool, typer.Option("--follow", help="Keep listening; print each event "
                                          "as it comes (JSON Lines with --json).")] = False,
+    exec_cmd: Annotated[str | None, typer.Option(
+        "--exec", metavar="CMD", show_default=False,
+        help="With --follow: run CMD (no shell) for each message stored, the message as JSON "
+             "on stdin, one at a time; a failing or slow CMD is reported, the next still "
+             "runs.")] = None,
+    exec_timeout: Annotated[str, typer.Option(
+        "--exec-timeout", metavar="DURATION",
+        help="How long CMD may take before its process group is killed: 5, 1.5s, 2m.")
+    ] = "5s",
     json_out: JsonOpt = False,
 ) -> None:
     """Fetch new mail from this identity's relay and print each message exactly once.
@@ -41,33 +54,71 @@ def turn_check(
     Each deposit is opened, verified (signed by its depositor, addressed to you, at most 30
     days old), passed through your consent rules (`op policy`), stored, and only then
     acknowledged. What cannot be opened or verified is acknowledged and reported as refused.
+    One process per identity listens at the relay (a follower, `muretai mcp`, or this one):
+    while another does, this one only shows what that one has stored.
     """
     from muretai_cli.cli._acting import op_identity
     from muretai_cli.cli._opdoor import op_store, wait_seconds
     from muretai_cli.cli._visitout import client_for
-    from muretai_cli.home import Profiles
+    from muretai_cli.home import Profiles, hold_listener
     from muretai_cli.inbox.consent import policy_of
     from muretai_cli.visit.relay import RelayClient
-    from muretai_cli.visit.turn import TurnCheck
+    from muretai_cli.visit.turn import TurnCheck, this_process
 
     seconds = wait_seconds(wait, list(ctx.args))
+    runner = _wake_runner(exec_cmd, exec_timeout, follow)
     ident = op_identity(ctx)
     relay_url = Profiles().relay_of(ident.did)
     if relay_url is None:
         raise InputError("no-relay", f"{ident.name} has no relay",
                          hint=f"set one with `muretai id relay {ident.name} URL`")
     store = op_store(ctx)
+    lease = hold_listener(ident.did, holder=this_process())
     try:
         relay = RelayClient(relay_url, lambda seconds, max_bytes: client_for(
             seconds, max_bytes, deadline_hint=_relay_slow_hint(ident.name)))
         check = TurnCheck(ident.signing_key(), store, relay, policy_of(store),
                           at=_kill_seam())
+        if lease is None:
+            _held_elsewhere(ident.did, ident.name, follow)
         if follow:
-            _follow(check, json_out)
+            _follow(check, json_out, runner)
         else:
-            _once(check, seconds, json_out)
+            _once(check, seconds, json_out, listening=lease is not None)
     finally:
+        if lease is not None:
+            lease.release()
         store.close()
+
+
+def _held_elsewhere(did: str, name: str, follow: bool) -> None:
+    """Another process holds this identity's relay listener: a follower is refused; a
+    one-shot turn-check says so and shows only what the holder has stored."""
+    from muretai_cli.errors import Refused
+    from muretai_cli.home import listener_holder
+
+    holder = safe(listener_holder(did) or "another process", limit=120)
+    if follow:
+        raise Refused("listener-held", f"another process ({holder}) holds {name}'s relay "
+                                       "listener; one process per identity listens",
+                      hint="stop it (or `muretai mcp`'s client) first; a one-shot turn-check "
+                           "or `op inbox` still reads what it stores")
+    note(f"another process ({holder}) holds {name}'s relay listener: showing what it has "
+         "stored, without asking the relay")
+
+
+def _wake_runner(command: str | None, timeout: str, follow: bool) -> OnMessage | None:
+    """``--exec CMD``'s runner (the door's ``--on-message`` executor), checked up front."""
+    if command is None:
+        return None
+    if not follow:
+        raise InputError("usage", "--exec runs CMD for each message a follower stores",
+                         hint="use it with --follow")
+    from muretai_cli.cli._durations import parse_seconds
+    from muretai_cli.door.respond import OnMessage
+
+    return OnMessage(command, timeout=parse_seconds(timeout, name="--exec-timeout"),
+                     running=1, option="--exec")
 
 
 def _relay_slow_hint(name: str) -> str:
@@ -120,30 +171,36 @@ def _interrupted(check: TurnCheck) -> list[dict[str, Any]]:
 
 
 def _show(check: TurnCheck, items: list[dict[str, Any]],
-          render: Callable[[list[dict[str, Any]]], str]) -> None:
+          render: Callable[[list[dict[str, Any]]], str]) -> list[dict[str, Any]]:
     """Print ``items`` exactly once: rendered first, then claimed, written in one write and
-    flushed, then confirmed shown (see ``visit.turn`` for a kill at each point)."""
+    flushed, then confirmed shown (see ``visit.turn`` for a kill at each point). Returns
+    those shown (a one-shot turn-check beside this one may have taken some)."""
     text = render(items)
     claimed = check.claim(items)
     if len(claimed) != len(items):  # another turn-check took some: show only ours
         items = claimed
         text = render(items)
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    with _OUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
     check.shown(items)
+    return items
 
 
-def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
+def _once(check: TurnCheck, seconds: int, json_out: bool, *, listening: bool) -> None:
     from muretai_cli.errors import MuretaiError
     from muretai_cli.visit.turn import event_of
 
     problem: MuretaiError | None = None
     missed = _interrupted(check)
-    try:
-        check.drain(seconds if not check.unshown() else 0)
-    except MuretaiError as exc:
-        _superseded(exc)
-        problem = exc  # a relay that lies or fails: what was committed is still shown
+    if not listening:  # another process holds the listener: its commits wake this one
+        check.wait_stored(seconds)
+    else:
+        try:
+            check.drain(seconds if not check.unshown() else 0)
+        except MuretaiError as exc:
+            _superseded(exc)
+            problem = exc  # a relay that lies or fails: what was committed is still shown
 
     def render(items: list[dict[str, Any]]) -> str:
         from muretai_cli.inbox.vouches import mark_requests
@@ -158,6 +215,7 @@ def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
             "held": [e for e in events if e["event"] == "held"],
             "refused": [e for e in events if e["event"] == "refused"],
             "joined": [e for e in events if e["event"] == "joined"],
+            "vouches": [e for e in events if e["event"] == "vouch"],
         }
         if missed:
             doc["interrupted"] = missed
@@ -176,9 +234,12 @@ def _once(check: TurnCheck, seconds: int, json_out: bool) -> None:
         raise problem
 
 
-def _follow(check: TurnCheck, json_out: bool) -> None:
+def _follow(check: TurnCheck, json_out: bool, runner: OnMessage | None = None) -> None:
+    from muretai_cli.cli._opwake import Wake
     from muretai_cli.errors import MuretaiError
     from muretai_cli.visit.turn import event_of
+
+    wake = Wake(runner, _exec_report(json_out)) if runner is not None else None
 
     def render(items: list[dict[str, Any]]) -> str:
         from muretai_cli.inbox.vouches import mark_requests
@@ -197,7 +258,9 @@ def _follow(check: TurnCheck, json_out: bool) -> None:
     try:
         while True:
             for item in check.unshown():  # one at a time: a kill leaves at most one unsure
-                _show(check, [item], render)
+                for shown in _show(check, [item], render):
+                    if wake is not None and shown["outcome"] == "accepted":
+                        wake.give(event_of(shown))  # once shown; CMD runs beside us
             try:
                 check.drain(25)
             except MuretaiError as exc:
@@ -206,12 +269,50 @@ def _follow(check: TurnCheck, json_out: bool) -> None:
     except KeyboardInterrupt:  # the way a follow ends; its stream gets a last line
         from muretai_cli.errors import Interrupted
 
+        _stop_wake(wake)
+        wake = None
         stop = Interrupted()
-        if json_out:
-            sys.stdout.write(json_text(stop.to_json(), line=True))
-        else:
-            note("stopped (Ctrl-C)")
+        with _OUT:
+            if json_out:
+                sys.stdout.write(json_text(stop.to_json(), line=True))
+            else:
+                note("stopped (Ctrl-C)")
         raise typer.Exit(stop.exit_code) from None
+    finally:
+        _stop_wake(wake)
+
+
+def _stop_wake(wake: Any) -> None:
+    if wake is None:
+        return
+    left = wake.close()
+    if left:
+        note(f"--exec: {left} message(s) shown were not handed to CMD (the follow ended); "
+             "they are in the store: `op inbox`")
+
+
+def _exec_report(json_out: bool) -> Callable[[dict[str, Any], Outcome], None]:
+    """How a CMD's outcome is told: a failure on stderr; every outcome as an ``exec`` line
+    in --json's stream (CMD's output is its own words, cleaned as a reply's text is)."""
+    def report(event: dict[str, Any], outcome: Outcome) -> None:
+        mid = safe(event.get("messageId"), limit=80)
+        if outcome.code is not None:
+            note(f"--exec failed for message {mid}: {outcome.code}: "
+                 f"{safe(outcome.message, limit=200)}")
+        if not json_out:
+            return
+        line: dict[str, Any] = {"ok": outcome.code is None, "event": "exec",
+                                "messageId": event.get("messageId"),
+                                "depositId": event.get("depositId")}
+        if outcome.code is not None:
+            line["error"] = {"code": outcome.code, "message": outcome.message}
+        else:
+            line["output"] = outcome.text or ""
+        with _OUT:
+            sys.stdout.write(json_text(line, line=True))
+            sys.stdout.flush()
+
+    return report
 
 
 def event_lines(event: dict[str, Any]) -> list[str]:
@@ -224,6 +325,10 @@ def event_lines(event: dict[str, Any]) -> list[str]:
                     f"name {safe(event['name'], limit=200)!r}: already a contact, kept as it was"]
         return [f"joined through your invite: {safe(event['from'], limit=120)}, who gives "
                 f"the name {safe(event['name'], limit=200)!r}"]
+    if event["event"] == "vouch":
+        from muretai_cli.cli._vouch import vouch_event_line
+
+        return [vouch_event_line(event)]
     if event["event"] == "refused":
         reason = event["reason"] or {}
         return [f"refused deposit {safe(event['depositId'], limit=80)} from "

@@ -251,19 +251,23 @@ def requests_list(
     json_out: JsonOpt = False,
 ) -> None:
     """Held first contacts, oldest first."""
+    from muretai_cli.cli._vouch import print_proposals, proposal_rows
+
     store = op_store(ctx)
     try:
         rows = store.request_list(all_=all_)
+        proposals = proposal_rows(store, all_=all_)
     finally:
         store.close()
     checked = checked_peers(ctx)
     for row in rows:
         row["checkedOutOfBand"] = row["from"] in checked
     if json_out:
-        emit_json({"ok": True, "requests": [_named(r) for r in rows]})
+        emit_json({"ok": True, "requests": [_named(r) for r in rows], "proposals": proposals})
         return
     _print_requests(rows)
-    if not rows:
+    print_proposals(proposals)
+    if not rows and not proposals:
         note("no held requests")
 
 
@@ -273,7 +277,13 @@ def requests_approve(
     request_id: Annotated[str, typer.Argument(metavar="ID")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Deliver the held message to the inbox and let that sender through from now on."""
+    """Deliver the held message to the inbox and let that sender through from now on (a
+    proposal's id, p-…: accept the introduction it proposes)."""
+    from muretai_cli.cli._vouch import decide_proposal, is_proposal_id
+
+    if is_proposal_id(request_id):
+        decide_proposal(ctx, request_id, "approved", json_out)
+        return
     store = op_store(ctx)
     try:
         out = store.approve(request_id, int(time.time()))
@@ -292,7 +302,13 @@ def requests_reject(
     block: Annotated[bool, typer.Option("--block", help="Also block the sender.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Drop the held message; the sender is refused until it redeems a new grant."""
+    """Drop the held message; the sender is refused until it redeems a new grant (a
+    proposal's id, p-…: decline the introduction it proposes)."""
+    from muretai_cli.cli._vouch import decide_proposal, is_proposal_id
+
+    if is_proposal_id(request_id):
+        decide_proposal(ctx, request_id, "declined", json_out)
+        return
     store = op_store(ctx)
     try:
         out = store.reject(request_id, int(time.time()), block=block)

@@ -2,7 +2,9 @@
 
 Routes hang off the ``--url`` path and are matched exactly, on the raw request-target:
 ``<path>/.well-known/agent-card.json`` (and ``agent.json``, the same bytes),
-``<path>/.well-known/agent-card.sig.json``, ``POST <path>`` and ``GET <path>`` (a short
+``<path>/.well-known/agent-card.sig.json``,
+``<path>/.well-known/muretai-revocations.json`` (the identity's signed list of introductions
+it revoked), ``POST <path>`` and ``GET <path>`` (a short
 notice naming the card, with ``Link: <card>; rel="service-desc"``). Everything else is 404
 (a query string included); ``OPTIONS`` on an advertised address is 204 with its ``Allow``,
 another method there is 405.
@@ -35,7 +37,7 @@ from muretai_cli.transport.asgi import (
     has_query,
     read_body,
 )
-from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH, LEGACY_CARD_PATH
+from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH, LEGACY_CARD_PATH, REVOCATIONS_PATH
 
 _CORS = ((b"access-control-allow-origin", b"*"),
          (b"access-control-allow-headers", b"content-type"),
@@ -78,7 +80,8 @@ class DoorHTTP:
         self.post_path = (base or "/").encode()
         self.cards = {(base + CARD_PATH).encode(): "card",
                       (base + LEGACY_CARD_PATH).encode(): "card",
-                      (base + CARD_SIG_PATH).encode(): "sig"}
+                      (base + CARD_SIG_PATH).encode(): "sig",
+                      (base + REVOCATIONS_PATH).encode(): "revocations"}
         # Web identity lives at the origin's well-known paths (RFC 8615), whatever the base.
         from muretai_cli.seam import DID_CONFIGURATION_PATH, DIRECTORY_PATH
 
@@ -110,6 +113,8 @@ class DoorHTTP:
             return self.door.envelope_bytes(), JSON_HEADERS
         if kind == "wba":
             return self.door.wba_directory()
+        if kind == "revocations":
+            return self.door.revocations_bytes(), JSON_HEADERS
         return self.door.config.did_configuration or b"{}", JSON_HEADERS
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -11,6 +11,7 @@ from muretai_cli import __version__
 from muretai_cli.artifacts.message import REPLY_BINDING
 from muretai_cli.db import DatabaseUnavailable
 from muretai_cli.inbox import ladder
+from muretai_cli.urls import REVOCATIONS_PATH
 
 if TYPE_CHECKING:
     from muretai_cli.door.config import DoorConfig
@@ -79,7 +80,8 @@ class PublishedCard:
             }],
             "agentEntry": {"open_door": open_door},
             "muretai": {"open_door": open_door, "dmPolicy": self.config.policy,
-                        "methods": list(ladder.METHODS), "replyBinding": REPLY_BINDING},
+                        "methods": list(ladder.METHODS), "replyBinding": REPLY_BINDING,
+                        "revocations": self.config.url.join(REVOCATIONS_PATH)},
         }
         card["securitySchemes"] = {SCHEME: {
             "type": SCHEME,

@@ -108,6 +108,7 @@ class Door:
         self.origin = config.url.origin
         self.terms = self.published.terms
         self._last_prune = 0
+        self._revocations: tuple[tuple[str, ...], int, bytes] | None = None
 
     # -- the card (``card.PublishedCard``) -----------------------------------------------
     def card(self, now: int) -> dict[str, Any]:
@@ -121,6 +122,20 @@ class Door:
 
     def envelope_bytes(self) -> bytes:
         return self.published.envelope_bytes()
+
+    def revocations_bytes(self) -> bytes:
+        """This identity's signed revocation list (``inbox.proposals.signed_revocations``),
+        re-signed when the ids change and hourly, not per GET."""
+        from muretai_cli.door.card import RESIGN_EVERY
+        from muretai_cli.inbox.proposals import ProposalBook, signed_revocations
+
+        now = int(self.clock())
+        ids = tuple(ProposalBook(self.store.db).revoked_ids())
+        kept = self._revocations
+        if kept is None or kept[0] != ids or now - kept[1] >= RESIGN_EVERY:
+            kept = self._revocations = (ids, now, _dumps(
+                signed_revocations(self.key, ids, now)).encode())
+        return kept[2]
 
     # -- a POST --------------------------------------------------------------------------
     def handle_post(self, raw: bytes, wba: WbaVerdict | None = None) -> Answer:
@@ -167,6 +182,8 @@ class Door:
                 result, delivered = await self._message(params, now, found.get("wba"), io)
             elif method == "onboard/claim":
                 result = await io.call(lambda: self._claim(params, now))
+            elif method.startswith("introduce/"):
+                result = await io.call(lambda: self._vouch(method, params, now))
             else:
                 result = await io.call(lambda: self._redeem(params, now))
             self._tell("accepted", method, params, **found)
@@ -353,6 +370,23 @@ class Door:
             return process_claim(params, me=self.did, store=self.store, now=now,
                                  rate=lambda sender: self._rate(sender, self.clock())
                                  ).to_json()
+        except DatabaseUnavailable:
+            raise
+        except MuretaiError as exc:
+            raise ladder.refused(rpc_code(exc.code), exc) from None
+
+    # -- introduce/propose, introduce/respond (inbox/proposals.py) ------------------------
+    def _vouch(self, method: str, params: dict[str, Any], now: int) -> dict[str, Any]:
+        from muretai_cli.inbox.proposals import receive_proposal, receive_response, rpc_code
+
+        def rate(sender: str) -> None:
+            self._rate(sender, self.clock())
+
+        try:
+            if method == "introduce/propose":
+                return receive_proposal(params, me=self.did, store=self.store, now=now,
+                                        rate=rate).to_json()
+            return receive_response(params, me=self.did, store=self.store, now=now, rate=rate)
         except DatabaseUnavailable:
             raise
         except MuretaiError as exc:

@@ -69,21 +69,21 @@ class OnMessage:
     """One door's ``--on-message`` program: ``command`` is the owner's CMD line."""
 
     def __init__(self, command: str, *, timeout: float = TIMEOUT, max_output: int = MAX_OUTPUT,
-                 running: int = RUNNING) -> None:
+                 running: int = RUNNING, option: str = "--on-message") -> None:
+        # ``option``: the flag that named CMD, for the refusals (turn-check's is --exec)
+        code = f"bad-{option.lstrip('-')}"
         try:
             argv = shlex.split(command)
         except ValueError as exc:
-            raise InputError("bad-on-message", f"--on-message {command[:80]!r}: {exc}") \
-                from None
+            raise InputError(code, f"{option} {command[:80]!r}: {exc}") from None
         if not argv:
-            raise InputError("bad-on-message", "--on-message needs a command")
+            raise InputError(code, f"{option} needs a command")
         if shutil.which(argv[0]) is None:
-            raise InputError("bad-on-message", f"--on-message: {argv[0][:80]!r} is not a "
-                                               "program this door can run",
+            raise InputError(code, f"{option}: {argv[0][:80]!r} is not a program this "
+                                   "process can run",
                              hint="give a path to an executable, or a command on $PATH")
         if not timeout > 0:
-            raise InputError("bad-on-message", f"--on-message-timeout {timeout!r} must be "
-                                               "more than 0")
+            raise InputError(code, f"{option}-timeout {timeout!r} must be more than 0")
         self.argv = argv
         self.timeout = timeout
         self.max_output = max_output

@@ -15,5 +15,5 @@ use it.
 """
 
 # The room's public surface: its modules (each imported on first use, never here).
-__all__ = ["arrival", "claims", "consent", "invites", "ladder", "reader", "relayed", "store",
-           "vouches"]
+__all__ = ["arrival", "claims", "consent", "invites", "ladder", "proposals", "reader",
+           "relayed", "revocations", "store", "vouches"]

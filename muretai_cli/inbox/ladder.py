@@ -19,7 +19,8 @@ from muretai_cli.errors import MuretaiError
 from muretai_cli.seam import MAX_ID_LEN, MAX_SAFE_INT, MAX_TEXT
 
 MAX_ID = MAX_ID_LEN  # characters of messageId and of contextId (the seam's cap on messageId)
-METHODS = ("message/send", "contact/redeem", "onboard/claim")
+METHODS = ("message/send", "contact/redeem", "onboard/claim", "introduce/propose",
+           "introduce/respond")
 
 
 

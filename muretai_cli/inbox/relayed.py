@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from muretai_cli.seam import SigningKey
 
 RELAYED_WINDOW = Window(RELAYED_MAX_AGE, CLOCK_SKEW, too_old="too-old")
-Outcome = Literal["accepted", "held", "refused", "duplicate", "joined"]
+Outcome = Literal["accepted", "held", "refused", "duplicate", "joined", "vouch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +109,46 @@ def _claim(store: IdentityStore, key: SigningKey, params: dict[str, Any], *, sen
     return Received("joined")
 
 
+class VouchDeposit(Exception):
+    """The deposit is ``introduce/propose`` or ``introduce/respond`` (internal to
+    ``receive``): handled by proposals.py."""
+
+    def __init__(self, method: str, params: dict[str, Any]) -> None:
+        super().__init__(method)
+        self.method = method
+        self.params = params
+
+
+def _vouch(store: IdentityStore, key: SigningKey, deposit: VouchDeposit, *, sender: str,
+           deposit_id: str, now: int) -> Received:
+    """A relayed proposal or response: its signer must be the depositor; then the door's
+    own rules (``inbox.proposals``). A database failure is raised, as for a claim."""
+    from muretai_cli.db import DatabaseUnavailable
+    from muretai_cli.inbox.proposals import receive_proposal, receive_response
+
+    try:
+        if deposit.params.get("from") != sender:
+            raise NotForUs("signer-not-depositor", "the proposal's or response's from is not "
+                                                   "the DID that deposited it")
+        if deposit.method == "introduce/propose":
+            held = receive_proposal(deposit.params, me=key.did, store=store, now=now,
+                                    channel="relay")
+            code, detail = "proposed", held.row.id
+        else:
+            answered = receive_response(deposit.params, me=key.did, store=store, now=now)
+            code, detail = "answered", str(answered["decision"])
+    except NotForUs as exc:
+        store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
+        return Received("refused", exc.reason, exc.detail)
+    except DatabaseUnavailable:
+        raise
+    except MuretaiError as exc:
+        store.record_refused(sender, deposit_id, exc.code, exc.detail[:200], now)
+        return Received("refused", exc.code, exc.detail[:200])
+    store.record_vouch(sender, deposit_id, code, detail, now)
+    return Received("vouch", code, detail)
+
+
 def _rung(exc: RpcError) -> NotForUs:
     return NotForUs(exc.reason, exc.detail or ladder.MESSAGES.get(exc.code, "refused"))
 
@@ -130,6 +170,8 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
         method, params = ladder.rpc_shape(doc)
         if method == "onboard/claim":
             raise ClaimDeposit(params)
+        if method in ("introduce/propose", "introduce/respond"):
+            raise VouchDeposit(method, params)
         if method != "message/send":
             raise NotForUs("not-message-send", f"the request is {method}, not message/send")
         arrival = read_message(params, me=key.did, now=now, window=RELAYED_WINDOW,
@@ -172,6 +214,8 @@ def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id
     except ClaimDeposit as claim:
         return _claim(store, key, claim.params, sender=sender, deposit_id=deposit_id, now=now,
                       received=received)
+    except VouchDeposit as deposit:
+        return _vouch(store, key, deposit, sender=sender, deposit_id=deposit_id, now=now)
     except NotForUs as exc:
         store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
         return Received("refused", exc.reason, exc.detail)

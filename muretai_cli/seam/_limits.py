@@ -47,3 +47,17 @@ MAX_DIRECTORY_BYTES = 65536  # bytes of a Web Bot Auth key directory
 MAX_BODY = 1024 * 1024  # bytes of one JSON-RPC request a door reads
 MAX_TEXT = 64 * 1024  # UTF-8 bytes of a message's text
 MAX_VC_CHARS = 32 * 1024  # characters of one credential a message carries (metadata.vc, held_vc)
+
+# -- introductions: proposals and revocations (ours: docs/trust.md) ----------------------
+# A proposal is held for its target's review; an introducer may have this many pending at
+# one target (like a held stranger's messages, HELD_PER_SENDER), and all introducers
+# together this many (HELD_TOTAL). Past either: refused `proposals-full`, nothing kept.
+PROPOSALS_PER_INTRODUCER = 20
+PROPOSALS_TOTAL = 1000
+PROPOSAL_MAX_AGE = 30 * 86400  # how old a proposal's or response's iat may be (a relay's)
+MAX_PROPOSAL_NOTE = 1000  # characters of a proposal's note
+MAX_REVOKED = 4096  # ids in one issuer's revocation list
+# A checker caches issuers' lists: at most this many issuers, each for at most this long.
+REVOCATION_CACHE_ENTRIES = 256
+REVOCATION_CACHE_SECONDS = 300
+MAX_REVOCATIONS_BYTES = 512 * 1024  # bytes of one fetched revocation list

@@ -10,4 +10,4 @@ lazily, so offline checks never import httpx). ``visit`` never imports ``door``.
 
 # The room's public surface: its modules (each imported on first use, never here).
 __all__ = ["card", "dm", "handoff", "introduce", "join", "offline", "probe", "relay",
-           "remedies", "send", "signposts", "turn", "wba"]
+           "remedies", "send", "signposts", "turn", "vouch", "wba"]

@@ -20,6 +20,11 @@ A claim names its claimant (host, pid, the process's start time): a newer turn-c
 as interrupted only rows whose claimant is gone, never those a live turn-check (one it is
 superseding, still printing) holds.
 
+One process per identity listens (``home.hold_listener``: a lease the OS frees with its
+holder). ``drain_unless_held`` drains under it, or answers None and asks the relay nothing
+while another process holds it; ``TurnCheck.wait_stored`` is how a reader beside that holder
+waits for what it stores. The relay's epochs still decide between machines.
+
 ``TurnCheck.at`` is called with the name of each of these points (``KILL_POINTS``); it does
 nothing unless a test binds it (the CLI's ``MURETAI_TEST_KILL_AT`` seam, which kills the
 process there, so each row of the table above is tested with a real kill -9).
@@ -172,6 +177,18 @@ class TurnCheck:
         """What was committed and not shown yet, oldest first."""
         return self.store.unshown()
 
+    def wait_stored(self, seconds: float) -> list[dict[str, Any]]:
+        """``unshown()``, waiting up to ``seconds`` for the process that holds the listener
+        to store something (woken by its commit: ``Database.changes``), never listening."""
+        deadline = time.monotonic() + seconds
+        with self.store.db.changes() as changes:  # opened before the read
+            while True:
+                items = self.unshown()
+                left = deadline - time.monotonic()
+                if items or left <= 0:
+                    return items
+                changes.wait(left)
+
     def claim(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Those of ``items`` this process may show now (no other turn-check will)."""
         claimed = set(self.store.claim([int(i["row"]) for i in items], self.claimant))
@@ -187,6 +204,21 @@ class TurnCheck:
         """Items an earlier turn-check claimed and may not have shown (it was killed)."""
         return self.store.take_interrupted(
             lambda who: who != self.claimant and claimant_alive(who))
+
+
+def drain_unless_held(key: SigningKey, store: IdentityStore, relay: RelayClient,
+                      policy: Policy, *, wait: int = 0) -> int | None:
+    """Drain the identity's relay into its store (``TurnCheck.drain``), holding its listener
+    lease (``home.hold_listener``) meanwhile: the number of deposits received; or None, and
+    no request to the relay, when another process (or another part of this one) holds the
+    listener. That holder stores what arrives: read the store (``inbox.reader``)."""
+    from muretai_cli.home import hold_listener
+
+    lease = hold_listener(key.did, holder=this_process())
+    if lease is None:
+        return None
+    with lease:
+        return TurnCheck(key, store, relay, policy).drain(wait)
 
 
 def _started(pid: int) -> tuple[str, str] | None:
@@ -244,6 +276,9 @@ def event_of(item: dict[str, Any]) -> dict[str, Any]:
         return {"event": "joined", "from": item["from"], "depositId": item["depositId"],
                 "name": item["reason"]["message"],
                 "newContact": item["reason"]["code"] != "known-contact", "at": item["at"]}
+    if item["outcome"] == "vouch":  # a proposal held for review, or an answer to ours
+        return {"event": "vouch", "from": item["from"], "depositId": item["depositId"],
+                "reason": item["reason"], "at": item["at"]}
     if item["outcome"] == "refused":
         return {"event": "refused", "from": item["from"] or None, "depositId": item["depositId"],
                 "reason": item["reason"], "at": item["at"]}

@@ -24,7 +24,7 @@ KEY = SigningKey(bytes(range(32)))
 OTHER = SigningKey(bytes(range(1, 33)))
 NOW = 1_800_000_000
 EXPECTED = {"card-envelope", "claim", "contact-grant", "handoff-envelope", "introduction", "invite",
-            "org-membership", "relay-deposit", "tool-result-gate",
+            "intro-proposal", "intro-response", "intro-revocations", "org-membership", "relay-deposit", "tool-result-gate",
             "tool-result-needs-information", "tool-result-transcript"}
 
 

@@ -21,7 +21,7 @@ LIBRARY = ROOT / "muretai_cli"
 
 SURFACES: dict[str, list[str]] = {
     "artifacts": ["binding", "diddoc", "grant", "handoff", "invite", "keystate", "message",
-                  "org", "ownerstate"],
+                  "org", "ownerstate", "vouch"],
     "cli": ["app", "build_app", "main"],
     "conformance": ["GroupResult", "Status", "keys", "missing_groups", "run_conformance",
                     "web"],
@@ -33,12 +33,13 @@ SURFACES: dict[str, list[str]] = {
     "door": ["app", "card", "config", "core", "events", "executors", "publish", "respond",
              "serve", "wba"],
     "home": ["Connection", "ConnectionStore", "Identity", "KeyStatePins", "KeyStore",
-             "MintedRecords", "Pin", "PinStore", "Profiles", "TrustList", "TrustedOrg",
+             "ListenerLease", "ListenerState", "MintedRecords", "Pin", "PinStore", "Profiles", "TrustList", "TrustedOrg",
              "VerifiedPeers",
-             "atomic_write", "dids_named", "ensure_private_dir", "home_dir", "keys_dir",
+             "atomic_write", "dids_named", "ensure_private_dir", "hold_listener", "home_dir",
+             "keys_dir", "listener_holder", "listener_state",
              "open_to_others", "read_json_file", "valid_name", "write_json_file"],
-    "inbox": ["arrival", "claims", "consent", "invites", "ladder", "reader", "relayed", "store",
-              "vouches"],
+    "inbox": ["arrival", "claims", "consent", "invites", "ladder", "proposals", "reader",
+              "relayed", "revocations", "store", "vouches"],
     "lint": ["KNOWN_ORIGINS", "LEVEL_NAMES", "MAX_RESULT_BYTES", "RULES", "SHAPES",
              "VISITOR_ONLY", "Finding", "HandoffFound", "LevelReport", "LevelStatus",
              "LintStream", "Manifest", "Mode", "RawResult", "ResultReader", "ResultReport",
@@ -78,8 +79,7 @@ SURFACES: dict[str, list[str]] = {
     "transport": ["IDLE_SECONDS", "MAX_CONNECTIONS", "MAX_PER_CLIENT", "asgi", "binding",
                   "children", "rate", "serve", "server", "workers"],
     "visit": ["card", "dm", "handoff", "introduce", "join", "offline", "probe", "relay",
-              "remedies", "send",
-              "signposts", "turn", "wba"],
+              "remedies", "send", "signposts", "turn", "vouch", "wba"],
 }
 
 # Top to bottom; an import may only point to a lower layer (a room never imports one of its

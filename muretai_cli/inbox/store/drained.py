@@ -56,12 +56,20 @@ class Drained(Timeline):
                         "DO NOTHING", (sender, deposit_id,
                                        "joined" if new_contact else "known-contact", name, now))
 
+    def record_vouch(self, sender: str, deposit_id: str, code: str, detail: str,
+                     now: int) -> None:
+        """A deposit that was an introduction proposal held for review (``proposed``, its
+        review id) or an answer to one of ours (``answered``, the decision)."""
+        self.db.execute("INSERT INTO relayed (sender, deposit_id, outcome, reason, detail, at) "
+                        "VALUES (?, ?, 'vouch', ?, ?, ?) ON CONFLICT (sender, deposit_id) "
+                        "DO NOTHING", (sender, deposit_id, code, detail, now))
+
     def _relayed_items(self, rows: list[Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for rid, sender, deposit, mid, outcome, reason, detail, request_id, at in rows:
             item: dict[str, Any] = {"row": rid, "from": sender, "depositId": deposit,
                                     "outcome": outcome, "at": at}
-            if outcome in ("refused", "joined"):
+            if outcome in ("refused", "joined", "vouch"):
                 item["reason"] = {"code": reason, "message": detail}
             else:
                 item["message"] = self.received(sender, str(mid))

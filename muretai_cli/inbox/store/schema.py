@@ -172,6 +172,7 @@ CREATE INDEX IF NOT EXISTS intros_held_target ON intros_held (target, valid_unti
 def door_schema() -> Schema:
     from muretai_cli.db import CHANGES_CHANNEL, Schema
     from muretai_cli.inbox.invites import INVITE_TABLES
+    from muretai_cli.inbox.proposals import VOUCH_TABLES
 
     # Version 5: invites, their claims, and the contacts they made.
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
@@ -179,6 +180,9 @@ def door_schema() -> Schema:
                            _V6, _V7, _V8, {"sqlite": _V9_INDEXES,
                                            "postgresql": _V9_INDEXES + ";" + _V9_PG_NOTIFY.replace(
                                                "{channel}", CHANGES_CHANNEL)},
-                           INTRODUCTION_TABLES))
+                           # Version 11 (issue 20, the gate): introduced, issued, held.
+                           INTRODUCTION_TABLES,
+                           # Version 12 (issue 20): introductions proposed, answered, revoked.
+                           VOUCH_TABLES))
 
 
