@@ -242,3 +242,20 @@ def test_an_oversized_credential_is_refused_before_anything() -> None:
         doc = door.rpc(message(carol, door.did, big))
         assert (doc["error"]["code"], doc["error"]["data"]["reason"]) == (-32011, "vc-too-large")
         assert json.dumps(doc).count("xxxx") == 0
+
+
+def test_approving_the_proposal_admits_the_first_contact_held_on_it() -> None:
+    from muretai_cli.inbox.proposals import on_proposal_approved
+
+    with local_door("introduced", name="bob") as door:
+        alice, carol, other = (SigningKey.generate() for _ in range(3))
+        vc = vouch(alice, carol, door.did)
+        door.door.vouches = Book(proposals={vc["id"]: "pending"})
+        assert door.rpc(message(carol, door.did, vc))["error"]["code"] == -32014
+        stranger_vc = vouch(SigningKey.generate(), other, door.did)
+        assert door.rpc(message(other, door.did, stranger_vc))["error"]["code"] == -32014
+        store = door.door.store
+        on_proposal_approved(store, vc["id"])
+        assert [m["from"] for m in store.inbox(None)] == [carol.did]
+        assert store.sender_status(carol.did) == "approved"
+        assert [r["from"] for r in store.request_list()] == [other.did]  # still held

@@ -44,6 +44,24 @@ class Introductions(StoreBase):
         row = self.db.one("SELECT issuer FROM introduced WHERE sender=?", (sender,))
         return str(row[0]) if row else None
 
+    def admit_vouched(self, credential_id: str, now: int) -> list[str]:
+        """Approve every held first contact whose vouch is ``credential_id`` (its proposal was
+        approved): their messages delivered, their senders approved. Returns the senders."""
+        rows = self.db.all("SELECT id, sender, vouch FROM requests WHERE status='held' AND "
+                           "vouch IS NOT NULL ORDER BY received, seq")
+        done: list[str] = []
+        for request_id, sender, vouch in rows:
+            if sender in done:
+                continue
+            try:
+                cid = json.loads(vouch).get("id")
+            except (ValueError, AttributeError):
+                continue
+            if cid == credential_id:
+                self.approve(str(request_id), now)  # type: ignore[attr-defined]
+                done.append(str(sender))
+        return done
+
     def heard_from(self, did: str) -> bool:
         """Whether the inbox holds a message from ``did`` (a conversation is open)."""
         return self.db.one("SELECT 1 FROM inbox WHERE sender=? LIMIT 1", (did,)) is not None
