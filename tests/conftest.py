@@ -15,6 +15,17 @@ from tests.repo_files import load_vectors
 from tests.store_helpers import Role, with_path
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Every ``CliRunner().invoke(app, ...)`` of the whole tree runs the one click command
+    ``tests.cli_helpers.command()`` builds per process, not a fresh conversion each time."""
+    import typer.testing
+
+    from tests.cli_helpers import cached_command_for
+
+    real = typer.testing._get_command  # type: ignore[attr-defined]
+    setattr(typer.testing, "_get_command", cached_command_for(real))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that uses the PostgreSQL server is marked ``pg``; slow end-to-end tests go

@@ -30,8 +30,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
+from json.encoder import encode_basestring
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from muretai_cli.errors import MuretaiError, Refused
 from muretai_cli.seam import (
@@ -279,7 +280,7 @@ def verify_introduction(credential: object, *, subject: str, recipient: str, now
     """
     if not subject or not recipient:
         raise Refused("wrong-recipient", "the verifier was given no subject or recipient")
-    if not isinstance(credential, Mapping):
+    if type(credential) is not dict and not isinstance(credential, Mapping):
         raise Refused("malformed", "an introduction is a JSON object")
     doc = dict(credential)
     types = doc.get("type")
@@ -291,11 +292,10 @@ def verify_introduction(credential: object, *, subject: str, recipient: str, now
     issuer = doc.get("issuer")
     claims = doc.get("credentialSubject")
     proof = doc.get("proof")
-    if not isinstance(issuer, str) or not isinstance(claims, Mapping) \
-            or not isinstance(proof, Mapping):
+    if not isinstance(issuer, str) or not _is_object(claims) or not _is_object(proof):
         raise Refused("malformed", "an introduction needs issuer, credentialSubject and proof")
     try:
-        verify_signature(issuer, signing_payload(doc), proof.get("jws"))
+        verify_signature(issuer, _unsigned_bytes(doc), proof.get("jws"))
     except MuretaiError as exc:
         raise Refused("bad-signature", f"the issuer's signature does not verify "
                                        f"({exc.code}: {exc.detail})") from None
@@ -336,7 +336,7 @@ def _provenance(doc: Mapping[str, Any], *, subject: str, issuer: str, recipient:
     if "provenance" not in doc:
         return Provenance("unrecorded")
     prov = doc["provenance"]
-    if not isinstance(prov, Mapping):
+    if not _is_object(prov):
         raise Refused("bad-provenance", "provenance is not a JSON object")
     mode = prov.get("mode")
     if mode == MODE_PROACTIVE:
@@ -353,6 +353,75 @@ def _provenance(doc: Mapping[str, Any], *, subject: str, issuer: str, recipient:
         raise Refused("request-retargeted", f"the subject asked to meet {request.target}, "
                                             f"not {recipient}")
     return Provenance("requested", request)
+
+
+def _is_object(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """A JSON object: a dict (what a parse gives, checked without the ABC) or a Mapping."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+# The credential as the reference and ``mint_introduction`` write it: how many keys it, its
+# credentialSubject and an embedded request have (with proof; with issuerEndpoint one more).
+# ``_common_shape`` reads each of those keys by name: a count that matches and no key
+# missing is exactly that key set.
+_TOP_KEYS, _CLAIM_KEYS, _REQUEST_KEYS = 7, 5, 7
+_PROACTIVE = {"mode": MODE_PROACTIVE}
+
+
+def _unsigned_bytes(doc: dict[str, Any]) -> bytes:
+    """``signing_payload(doc)``, the same bytes: the canonical bytes of the credential
+    without ``proof``. When it has exactly the common shape (the keys the wire names, every
+    value a str, an int or a list of str, and null for a request's contextId) they are
+    spelled straight from its values, keys in code-point order, each string by the one JSON
+    string encoder the canonical encoder itself uses; anything else, by ``canonical_bytes``.
+    One pass over the strings instead of the generic encoder's walk, sort and dispatch."""
+    try:
+        fast = _common_shape(doc)
+    except (KeyError, TypeError):  # a key missing, a value of another type
+        fast = None
+    return signing_payload(doc) if fast is None else fast
+
+
+def _common_shape(doc: dict[str, Any]) -> bytes | None:
+    e = encode_basestring  # TypeError for anything but a str (a str subclass spells alike)
+    endpoint = "issuerEndpoint" in doc
+    claims, types, prov = doc["credentialSubject"], doc["type"], doc["provenance"]
+    trust = claims["trustLevelBp"]
+    if len(doc) != _TOP_KEYS + endpoint \
+            or "proof" not in doc or type(claims) is not dict or len(claims) != _CLAIM_KEYS \
+            or type(types) is not list or type(claims["expertise"]) is not list \
+            or type(trust) is not int or type(prov) is not dict:  # (a bool is no int here)
+        return None
+    if prov == _PROACTIVE:
+        provenance = '{"mode":"proactive"}'
+    elif len(prov) == 2 and prov["mode"] == MODE_REQUESTED:
+        provenance = '{"mode":"requested","request":' + _common_request(prov["request"]) + "}"
+    else:
+        return None
+    text = ('{"credentialSubject":{"expertise":[' + ",".join(map(e, claims["expertise"]))
+            + '],"id":' + e(claims["id"]) + ',"introducedTo":' + e(claims["introducedTo"])
+            + ',"trustLevelBp":' + int.__repr__(trust) + ',"validUntil":'
+            + e(claims["validUntil"]) + '},"id":' + e(doc["id"]) + ',"issuanceDate":'
+            + e(doc["issuanceDate"]) + ',"issuer":' + e(doc["issuer"])
+            + (',"issuerEndpoint":' + e(doc["issuerEndpoint"]) if endpoint else "")
+            + ',"provenance":' + provenance + ',"type":[' + ",".join(map(e, types)) + "]}")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: canonical_bytes names it
+        return None
+
+
+def _common_request(request: Any) -> str:
+    """The canonical text of an embedded request of the six fields and ``sig``; TypeError
+    or KeyError for any other."""
+    stamp, context = request["timestamp"], request["contextId"]
+    if type(request) is not dict or len(request) != _REQUEST_KEYS or type(stamp) is not int:
+        raise TypeError("not the common shape")
+    e = encode_basestring
+    return ('{"contextId":' + ("null" if context is None else e(context)) + ',"from":'
+            + e(request["from"]) + ',"messageId":' + e(request["messageId"]) + ',"sig":'
+            + e(request["sig"]) + ',"text":' + e(request["text"]) + ',"timestamp":'
+            + int.__repr__(stamp) + ',"to":' + e(request["to"]) + "}")
 
 
 def _check_expertise(expertise: list[Any]) -> None:

@@ -44,7 +44,6 @@ INVITE_PREFIX = "muretai:invite:"
 CLAIM_METHOD = "onboard/claim"
 CLAIM_TEXT = "onboard/claim"
 CLAIM_CONTEXT_PREFIX = "muretai-claim:"
-CLAIM_WINDOW = MESSAGE_WINDOW  # a claim is a signed message: the same freshness rule
 MAX_NAME = 200
 MAX_NONCE = 256
 MAX_INVITE_TEXT = 16 * 1024
@@ -259,20 +258,28 @@ class Claim:
     notes: tuple[Reason, ...] = ()
 
 
-def verify_claim(obj: object, *, inviter_did: str, now: int, window: int = CLAIM_WINDOW
-                 ) -> Claim:
-    """A claim for the inviter the CALLER names. Signature first (the signer is ``from``),
-    then its text, freshness, side fields and their binding; or ``Refused``."""
+def claim_message(obj: object) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A claim object and the signed message it carries (neither read nor verified yet),
+    or ``Refused`` ``malformed-claim``."""
     if not isinstance(obj, dict) or obj.get("method") != CLAIM_METHOD:
         raise Refused("malformed-claim", f"a claim is an object with method {CLAIM_METHOD!r}")
     message = obj.get("message")
     if not isinstance(message, dict):
         raise Refused("malformed-claim", "a claim carries its signed message")
-    fields = verify_envelope(message, to_did=inviter_did)
+    return obj, message
+
+
+def _claim_text(fields: Mapping[str, Any]) -> None:
     if fields["text"] != CLAIM_TEXT:
         raise Refused("malformed-claim", f"a claim's signed text is {CLAIM_TEXT!r}")
+
+
+def claim_of(obj: Mapping[str, Any], fields: Mapping[str, Any]) -> Claim:
+    """The ``Claim`` of ``obj`` whose message's six ``fields`` (as received) the caller
+    verified, recipient, signature and freshness: its text, side fields and their binding;
+    or ``Refused``."""
+    _claim_text(fields)
     timestamp = int_field(fields, "timestamp")
-    check_fresh(timestamp, now, window)
     nonce = str_field(obj, "nonce", code="malformed-claim", limit=MAX_NONCE)
     name = str_field(obj, "name", code="malformed-claim", limit=MAX_NAME)
     enc_pub = _enc_pub(obj, "malformed-claim")
@@ -290,6 +297,19 @@ def verify_claim(obj: object, *, inviter_did: str, now: int, window: int = CLAIM
                                                "its signature; only the transport vouches"))
     return Claim(fields["from"], nonce, name, enc_pub, relay, url, fields["messageId"],
                  timestamp, tuple(notes))
+
+
+def verify_claim(obj: object, *, inviter_did: str, now: int, window: int = MESSAGE_WINDOW
+                 ) -> Claim:
+    """A claim for the inviter the CALLER names, offline (the seam's claim vectors).
+    Signature first (the signer is ``from``), then its text, freshness, side fields and
+    their binding; or ``Refused``. An inviter RECEIVING a claim reads it through the
+    receiving pipeline instead (``inbox.claims``: ``read_envelope``, ``CLAIM_WINDOW``)."""
+    claim, message = claim_message(obj)
+    fields = verify_envelope(message, to_did=inviter_did)
+    _claim_text(fields)
+    check_fresh(int_field(fields, "timestamp"), now, window)
+    return claim_of(claim, fields)
 
 
 def accept_claim(obj: object, *, inviter_did: str, now: int,

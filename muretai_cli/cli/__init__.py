@@ -12,7 +12,7 @@ is built on first access, for tests and for embedding.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import typer
@@ -256,17 +256,25 @@ def _split_wait(argv: list[str]) -> list[str]:
     return out
 
 
-def main() -> None:
-    argv = sys.argv[1:] = _split_wait(sys.argv[1:])
-    app = build_app(_invoked(argv))
-    if "--json" not in argv:
-        app(prog_name="muretai")
+def main(argv: Sequence[str] | None = None, *, app: Callable[..., Any] | None = None
+         ) -> None:
+    """The ``muretai`` command on ``argv`` (default: this process's arguments); ends with
+    ``SystemExit`` and the exit code. ``app``: the tree to run instead of the one built for
+    ``argv`` (a test running many commands in one process passes the whole tree, its click
+    command built once: ``tests/cli_helpers.in_process``)."""
+    if argv is None:
+        args = sys.argv[1:] = _split_wait(sys.argv[1:])
+    else:
+        args = _split_wait(list(argv))
+    tree = app if app is not None else build_app(_invoked(args))
+    if "--json" not in args:
+        tree(args=args, prog_name="muretai")
         return
     # With --json, even a usage error is one JSON document on stdout (and exit 2).
     from typer.exceptions import TyperException
 
     try:
-        code = app(prog_name="muretai", standalone_mode=False)
+        code = tree(args=args, prog_name="muretai", standalone_mode=False)
     except typer.Abort:
         sys.exit(1)
     except TyperException as exc:  # click's UsageError/BadParameter, as typer vendors them

@@ -6,6 +6,7 @@ use it at once). Everything a sender wrote is untrusted and printed through ``sa
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -145,6 +146,7 @@ def _inbox_after(ctx: typer.Context, after: int, *, peer: str | None, context: s
     if json_out:
         emit_json({"ok": True, **page.to_json(), "entries": entries,
                    "timedOut": page.waited})
+        sys.stdout.flush()  # a waiter's answer leaves now, not after the interpreter's exit
         return
     for e in entries:
         lines = message_lines({**e, "peer": e["from"]})

@@ -75,7 +75,11 @@ def _failure(exc: sqlite3.Error, path: Path) -> MuretaiError | None:
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text or "busy" in text:
         return DatabaseUnavailable("database-busy", text)
     if name.startswith(_STORAGE):
-        return _is_directory(path) if path.is_dir() else storage_failed(path, f"{text}, {name}")
+        if path.is_dir():
+            return _is_directory(path)
+        # ENOSPC while growing the shared-memory index (SQLITE_IOERR_SHMSIZE) or a WAL write
+        # comes back as an I/O error; a disk with no free block is still a full disk.
+        return DatabaseFull(path) if _no_space(path) else storage_failed(path, f"{text}, {name}")
     if text.startswith(_MISSING):
         return StoreDamaged(path, text)
     if name.startswith(_DAMAGED):
@@ -88,6 +92,14 @@ def _failure(exc: sqlite3.Error, path: Path) -> MuretaiError | None:
         return InputError("bad-database", f"cannot use the database {path} ({text})",
                           hint="check that the file and its folder are yours and writable")
     return None
+
+
+def _no_space(path: Path) -> bool:
+    """Whether the filesystem holding ``path`` has no block left for an ordinary user."""
+    try:
+        return os.statvfs(path.parent).f_bavail == 0
+    except OSError:
+        return False
 
 
 def _is_directory(path: Path) -> InputError:

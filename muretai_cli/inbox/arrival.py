@@ -6,14 +6,15 @@
 
 Each stage refuses with an ``RpcError`` (a JSON-RPC code of ``ladder.Code`` and a rule name).
 The caller names the recipient (``me``): it is never taken from the message. Each way in
-passes its own freshness ``Window`` (the door's ±300 s, a relay's days). The table of stages
+passes its own freshness ``Window`` (the door's ±300 s, a relay's days, a claim's
+±300 s at its deposit). The table of stages
 and codes is in ``docs/door.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from muretai_cli.errors import MuretaiError
@@ -24,7 +25,8 @@ from muretai_cli.seam import MESSAGE_WINDOW
 if TYPE_CHECKING:
     from muretai_cli.artifacts.keystate import KeyState
 
-__all__ = ["DOOR_WINDOW", "Arrival", "Channel", "Window", "read_message"]
+__all__ = ["CLAIM_WINDOW", "DOOR_WINDOW", "Arrival", "Channel", "Window", "read_envelope",
+           "read_message"]
 
 Channel = Literal["door", "relay"]
 _CHANNELS: tuple[Channel, ...] = ("door", "relay")
@@ -55,6 +57,9 @@ def _span(seconds: int) -> str:
 
 
 DOOR_WINDOW = Window(MESSAGE_WINDOW, MESSAGE_WINDOW)  # a knock comes now, or not at all
+# An onboard/claim is a signed message judged at the moment it arrived (a door POST) or was
+# deposited (a relay's ``received``: inbox.relayed judges that moment by its own window).
+CLAIM_WINDOW = Window(MESSAGE_WINDOW, MESSAGE_WINDOW)
 
 
 def _text(name: str, value: object, *, optional: bool = False) -> None:
@@ -201,13 +206,29 @@ def _seconds(stamp: object) -> int:
 def read_message(params: dict[str, Any], *, me: str, now: int, window: Window,
                  terms: dict[str, Any] | None = None, signer: str | None = None) -> Arrival:
     """``params`` of a ``message/send`` to an ``Arrival``, in order: the A2A shape, the text
-    size (before any cryptography), the six fields (a keyless walk-in is told ``terms``),
-    the recipient (``me``, the caller's own DID), the signer (``signer``: the DID that
-    carried it, when the transport vouches for one) and freshness (``window``). Nothing
-    is read from a store; the signature is ``verify``'s."""
+    size (before any cryptography), then ``read_envelope``'s stages (a keyless walk-in is
+    told ``terms``). Nothing is read from a store; the signature is ``verify``'s."""
     env = ladder.a2a_message(params)
     ladder.text_size(env["text"])
-    fields = ladder.six(env, terms if terms is not None else {})
+    arrival = read_envelope(env, me=me, now=now, window=window,
+                            terms=terms if terms is not None else {}, signer=signer)
+    vc = _credential(env["vc"], strict=True)
+    held = _credential(env["heldVc"], strict=False)
+    reach = tuple(v if held is not None and isinstance(v, str) and 0 < len(v) <= _MAX_REACH
+                  else None for v in env["heldReach"])
+    return replace(arrival, relay=env["relay"], reply_hint=env["replyTo"],
+                   keystate=env["keystate"], vc=vc, held_vc=held,
+                   held_reach=(reach[0], reach[1], reach[2]))
+
+
+def read_envelope(env: Mapping[str, Any], *, me: str, now: int, window: Window,
+                  terms: dict[str, Any] | None = None, signer: str | None = None) -> Arrival:
+    """A signed envelope (the six fields and ``sig`` side by side, as ``read_message`` reads
+    them out of an A2A message, or as an ``onboard/claim`` carries its message) to an
+    ``Arrival``, in order: the six fields present and typed, the recipient (``me``, the
+    caller's own DID), the signer (``signer``: the DID that carried it, when the transport
+    vouches for one) and freshness (``window``). Unsigned hints are not read here."""
+    fields = ladder.six(dict(env), terms if terms is not None else {})
     if fields["to"] != me:
         raise RpcError(Code.NOT_FOR_ME, "wrong-recipient",
                        detail="the message is addressed to someone else")
@@ -217,16 +238,9 @@ def read_message(params: dict[str, Any], *, me: str, now: int, window: Window,
     stamp = _seconds(fields["timestamp"])
     window.judge(stamp, now)
     raw = fields["timestamp"]
-    vc = _credential(env["vc"], strict=True)
-    held = _credential(env["heldVc"], strict=False)
-    reach = tuple(v if held is not None and isinstance(v, str) and 0 < len(v) <= _MAX_REACH
-                  else None for v in env["heldReach"])
     return Arrival(fields["contextId"], fields["from"], fields["messageId"], fields["text"],
-                   stamp, fields["to"], env["sig"], relay=env["relay"],
-                   reply_hint=env["replyTo"],
-                   signed_timestamp=None if type(raw) is int else raw,
-                   keystate=env["keystate"], vc=vc, held_vc=held,
-                   held_reach=(reach[0], reach[1], reach[2]))
+                   stamp, fields["to"], env["sig"],
+                   signed_timestamp=None if type(raw) is int else raw)
 
 
 _MAX_REACH = 2048  # characters of a gifted reach (a URL, an enc_pub)

@@ -13,6 +13,10 @@ at once when an entry after the cursor matches; else it is woken by the commit o
 process (``Database.changes``: SQLite's ``data_version``, PostgreSQL's LISTEN/NOTIFY) and
 returns what matched, or an empty page with the same ``latest`` when the time is up (not an
 error). Both are blocking calls: an event loop runs them on a thread.
+
+Seqs are committed in order (schema version 13 on PostgreSQL, one writer at a time on
+SQLite): when a reader sees a seq, every smaller one that will ever be committed is already
+visible, so a cursor never passes an entry committed late.
 """
 
 from __future__ import annotations

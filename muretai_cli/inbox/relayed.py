@@ -76,26 +76,24 @@ class ClaimDeposit(Exception):
 
 def _claim(store: IdentityStore, key: SigningKey, params: dict[str, Any], *, sender: str,
            deposit_id: str, now: int, received: int | None) -> Received:
-    """A relayed claim: the signer must be the depositor; it was deposited within the
-    relay's age window (``MAX_AGE``, ``MAX_AHEAD``); then the door's own claim rules, as of
-    the moment the relay ``received`` it (now, when the relay did not say). A database
+    """A relayed claim: it was deposited within the relay's age window (``RELAYED_MAX_AGE``
+    back, ``CLOCK_SKEW`` ahead); then the door's own claim rules (``claims.process_claim``:
+    the receiving pipeline with ``CLAIM_WINDOW``, its signer the depositor), as of the
+    moment the relay ``received`` it (now, when the relay did not say). A database
     failure is raised, not recorded as a refusal (the claim would be acked and lost): the
     relay gives it again."""
     from muretai_cli.db import DatabaseUnavailable
     from muretai_cli.inbox.claims import process_claim
 
     try:
-        message = params.get("message")
-        if not isinstance(message, dict) or message.get("from") != sender:
-            raise NotForUs("signer-not-depositor", "the claim's from is not the DID that "
-                                                   "deposited it")
         if received is not None and received < now - RELAYED_MAX_AGE:
             raise NotForUs("too-old", "the claim was deposited more than "
                                       f"{RELAYED_MAX_AGE // 86400} days ago")
         if received is not None and received > now + CLOCK_SKEW:
             raise NotForUs("from-the-future", "the relay dates the claim more than "
                                               f"{CLOCK_SKEW} s ahead")
-        joined = process_claim(params, me=key.did, store=store, now=now, deposited=received)
+        joined = process_claim(params, me=key.did, store=store, now=now, deposited=received,
+                               signer=sender)
     except NotForUs as exc:
         store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
         return Received("refused", exc.reason, exc.detail)

@@ -11,7 +11,7 @@ import socket
 import stat
 from pathlib import Path
 
-from tests.cli_helpers import muretai, new_identity
+from tests.cli_helpers import in_process, new_identity
 from tests.servers import ServeProc, running, start_serve, wait_until
 
 
@@ -34,16 +34,16 @@ def test_a_held_request_is_named_request_id_everywhere(tmp_path: Path) -> None:
     door = new_identity("door")
     new_identity("vis")
     with running(_door(tmp_path)) as served:
-        sent = muretai("op", "--as", "vis", "dm", door, "knock knock", "--card-url",
+        sent = in_process("op", "--as", "vis", "dm", door, "knock knock", "--card-url",
                        served.base, "--json")
         assert sent.returncode == 0, sent.stderr
         held = json.loads(sent.stdout)
         assert held["state"] == "held" and held["requestId"]
-        listed = json.loads(muretai("op", "--as", "door", "requests", "list", "--json").stdout)
+        listed = json.loads(in_process("op", "--as", "door", "requests", "list", "--json").stdout)
         row = listed["requests"][0]
         assert row["requestId"] == held["requestId"]
         assert row["id"] == row["requestId"]   # the earlier name, still read by scripts
-        approved = json.loads(muretai("op", "--as", "door", "requests", "approve",
+        approved = json.loads(in_process("op", "--as", "door", "requests", "approve",
                                       held["requestId"], "--json").stdout)
         assert approved["ok"] is True and approved["requestId"] == held["requestId"]
 
@@ -63,13 +63,13 @@ def test_serve_json_names_the_policy_in_force(tmp_path: Path) -> None:
 
 def test_did_resolve_of_a_malformed_did_is_a_usage_error() -> None:
     for bad in ("did:key:znope", "notadid", "did:web:example.com"):
-        proc = muretai("did", "resolve", bad)
+        proc = in_process("did", "resolve", bad)
         assert proc.returncode == 2, (bad, proc.stderr)
         assert "bad-did" in proc.stderr and proc.stdout == ""
-        doc = json.loads(muretai("did", "resolve", bad, "--json").stdout)
+        doc = json.loads(in_process("did", "resolve", bad, "--json").stdout)
         assert doc["ok"] is False and doc["error"] == "bad-did"
     new_identity("me")
-    dm = muretai("op", "--as", "me", "dm", "did:key:znope", "hi")
+    dm = in_process("op", "--as", "me", "dm", "did:key:znope", "hi")
     assert dm.returncode == 2, "the same exit as op dm gives the same mistake"
 
 
@@ -78,7 +78,7 @@ def test_a_door_stores_wal_and_shm_files_private(tmp_path: Path) -> None:
     new_identity("vis")
     home = Path(os.environ["MURETAI_HOME"])
     with running(_door(tmp_path, "--dm-policy", "open")) as served:
-        sent = muretai("op", "--as", "vis", "dm", door, "hello", "--card-url", served.base)
+        sent = in_process("op", "--as", "vis", "dm", door, "hello", "--card-url", served.base)
         assert sent.returncode == 0, sent.stderr
         wal = sorted(home.rglob("*-wal")) + sorted(home.rglob("*-shm"))
         assert wal, f"no -wal/-shm under {home}"

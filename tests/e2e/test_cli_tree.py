@@ -218,3 +218,19 @@ def test_times_for_people_carry_their_zone() -> None:
     assert run("op", "contact", "issue", "--as", "me", "--uses", "1").exit_code == 0
     listing = run("op", "contact", "grants", "--as", "me").stdout
     assert " UTC" in listing
+
+
+@pytest.mark.parametrize("argv", [
+    ["did", "resolve", "bad", "--json"],        # a refusal under --json: exit 2, one document
+    ["did", "resolve", "--nope", "--json"],     # a usage error under --json: main's own path
+    ["op", "inbox", "--wait=31", "--as", "x"],  # --wait=N split by main
+    ["nosuch"],
+])
+def test_in_process_runs_a_command_as_the_real_process_does(argv: list[str]) -> None:
+    # tests.cli_helpers.in_process stands in for a process in many tests: same exit code,
+    # same stdout, same stderr
+    from tests.cli_helpers import in_process, muretai
+
+    real, here = muretai(*argv), in_process(*argv)
+    assert (here.returncode, here.stdout, here.stderr) == (real.returncode, real.stdout,
+                                                           real.stderr)

@@ -1,6 +1,6 @@
 """A DID option given a name checks against the DID the name resolves to (issue 22, item 10).
 
-Each option is run in a real ``muretai`` process with a valid record and the NAME of the
+Each option is run as the command line runs it (``in_process``) with a valid record and the NAME of the
 identity it must be for: exit 0. A malformed DID is a usage error (2 ``bad-did``), never a
 refusal (1).
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import muretai, new_identity, run
+from tests.cli_helpers import in_process, new_identity, run
 from tests.repo_files import ROOT
 
 SOURCES = ROOT / "muretai_cli" / "cli"
@@ -57,23 +57,23 @@ def test_a_name_is_checked_as_the_did_it_names(option: str,
     name = NAME_OF[option]
     did = run("id", "show", name, "--json")
     assert did.exit_code == 0
-    proc = muretai("verify", *records[option], name, "--json")
+    proc = in_process("verify", *records[option], name, "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["ok"] is True and doc["results"][0]["ok"] is True
     assert f"{records[option][-1]} {name} = did:key:" in proc.stderr   # said on stderr
     # the same record for another identity's name is still refused (1), for its own reason
-    other = muretai("verify", *records[option], "op1" if name != "op1" else "dev")
+    other = in_process("verify", *records[option], "op1" if name != "op1" else "dev")
     assert other.returncode == 1, other.stdout + other.stderr
 
 
 @pytest.mark.parametrize("option", sorted(NAME_OF))
 def test_a_malformed_did_is_a_usage_error(option: str, records: dict[str, list[str]]) -> None:
     for value in ("notadid", "did:key:znope"):
-        proc = muretai("verify", *records[option], value)
+        proc = in_process("verify", *records[option], value)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert "bad-did" in proc.stderr and "Traceback" not in proc.stderr
-        proc = muretai("verify", *records[option], value, "--json")
+        proc = in_process("verify", *records[option], value, "--json")
         assert proc.returncode == 2
         doc = json.loads(proc.stdout)
         assert doc["ok"] is False and doc["error"] == "bad-did"

@@ -1,8 +1,10 @@
-"""Keys a person can back up, move and check (issue 22, item 16), in real processes:
+"""Keys a person can back up, move and check (issue 22, item 16):
 `id export` / `id import` (a passphrase-sealed, versioned file; weak KDF parameters refused;
 nothing overwritten), `id show`'s fingerprint (its derivation re-done here from
 docs/identities.md), and `op contact verify` marking a peer checked out of band, as every
-view of peers shows (connections, inbox, requests against a live door)."""
+view of peers shows (connections, inbox, requests against a live door). The passphrase on a
+terminal is a real process on a pty; the rest run in-process (``in_process``)
+against a real ``serve`` process."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Any
 import base58
 import pytest
 
-from tests.cli_helpers import muretai, new_identity
+from tests.cli_helpers import in_process, new_identity
 from tests.servers import running, start_serve
 
 PASS = "correct horse battery staple"
@@ -33,7 +35,7 @@ def passfile(tmp_path: Path) -> Path:
 
 def _export(tmp_path: Path, passfile: Path, name: str = "alice") -> Path:
     out = tmp_path / f"{name}.export.json"
-    done = muretai("id", "export", name, "--to", str(out), "--passphrase-file", str(passfile))
+    done = in_process("id", "export", name, "--to", str(out), "--passphrase-file", str(passfile))
     assert done.returncode == 0, done.stderr
     return out
 
@@ -49,21 +51,21 @@ def test_export_then_import_elsewhere_is_the_same_identity(tmp_path: Path,
     seed = json.loads(next((Path(os.environ["MURETAI_HOME"]) / "keys").glob("alice.key"))
                       .read_text())["seed"]
     assert seed not in out.read_text() and did not in out.read_text(), "sealed, all of it"
-    again = muretai("id", "export", "alice", "--to", str(out), "--passphrase-file",
+    again = in_process("id", "export", "alice", "--to", str(out), "--passphrase-file",
                     str(passfile))
     assert again.returncode == 2 and out.read_text() == json.dumps(doc, indent=2) + "\n"
     elsewhere = {"MURETAI_HOME": str(tmp_path / "other-home")}
-    got = muretai("id", "import", str(out), "--passphrase-file", str(passfile), env=elsewhere)
+    got = in_process("id", "import", str(out), "--passphrase-file", str(passfile), env=elsewhere)
     assert got.returncode == 0, got.stderr
     assert got.stdout.strip() == did
-    shown = json.loads(muretai("id", "show", "alice", "--json", env=elsewhere).stdout)
+    shown = json.loads(in_process("id", "show", "alice", "--json", env=elsewhere).stdout)
     assert shown["did"] == did
     # never over an existing identity: the same name, or the same DID under another name
     for extra in ([], ["--as", "alice-copy"]):
-        dup = muretai("id", "import", str(out), "--passphrase-file", str(passfile), *extra,
+        dup = in_process("id", "import", str(out), "--passphrase-file", str(passfile), *extra,
                       env=elsewhere)
         assert dup.returncode == 2 and "exists" in dup.stderr, dup.stderr
-    moved = muretai("id", "import", str(out), "--passphrase-file", str(passfile), "--as",
+    moved = in_process("id", "import", str(out), "--passphrase-file", str(passfile), "--as",
                     "alice2", env={"MURETAI_HOME": str(tmp_path / "third-home")})
     assert moved.returncode == 0 and moved.stdout.strip() == did
 
@@ -99,7 +101,7 @@ def test_an_export_that_does_not_open_imports_nothing(change: dict[str, Any], co
     wrong.write_text("not the passphrase\n")
     use = wrong if not change else passfile
     elsewhere = {"MURETAI_HOME": str(tmp_path / "other-home")}
-    got = muretai("id", "import", str(_tampered(out, change, tmp_path)), "--passphrase-file",
+    got = in_process("id", "import", str(_tampered(out, change, tmp_path)), "--passphrase-file",
                   str(use), env=elsewhere)
     assert got.returncode == exit_code and code in got.stderr, got.stderr
     assert not (tmp_path / "other-home" / "keys").exists() or \
@@ -108,9 +110,9 @@ def test_an_export_that_does_not_open_imports_nothing(change: dict[str, Any], co
 
 def test_the_passphrase_never_comes_from_argv(tmp_path: Path) -> None:
     new_identity("alice")
-    helped = muretai("id", "export", "--help").stdout
+    helped = in_process("id", "export", "--help").stdout
     assert "--passphrase-file" in helped and "--passphrase " not in helped
-    asked = muretai("id", "export", "alice", "--to", str(tmp_path / "x.json"), input="")
+    asked = in_process("id", "export", "alice", "--to", str(tmp_path / "x.json"), input="")
     assert asked.returncode == 2 and "no-passphrase" in asked.stderr
     assert not (tmp_path / "x.json").exists()
 
@@ -126,10 +128,10 @@ def _fingerprint_by_the_doc(did: str) -> str:
 
 def test_id_show_prints_the_documented_fingerprint() -> None:
     did = new_identity("alice")
-    shown = json.loads(muretai("id", "show", "alice", "--json").stdout)
+    shown = json.loads(in_process("id", "show", "alice", "--json").stdout)
     assert shown["fingerprint"] == _fingerprint_by_the_doc(did)
     assert len(shown["fingerprint"]) == 19
-    text = muretai("id", "show", "alice").stdout
+    text = in_process("id", "show", "alice").stdout
     assert f"fingerprint {shown['fingerprint']}" in text
 
 
@@ -142,35 +144,35 @@ def _free_port() -> int:
 
 def test_a_checked_peer_is_marked_in_every_view(tmp_path: Path) -> None:
     alice, bob = new_identity("alice"), new_identity("bob")
-    print_of = {d: json.loads(muretai("id", "show", n, "--json").stdout)["fingerprint"]
+    print_of = {d: json.loads(in_process("id", "show", n, "--json").stdout)["fingerprint"]
                 for n, d in (("alice", alice), ("bob", bob))}
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     with running(start_serve(tmp_path, "bob", "--url", url, "--port", str(port))):
-        held = muretai("op", "--as", "alice", "dm", bob, "hello bob", "--card-url", url)
+        held = in_process("op", "--as", "alice", "dm", bob, "hello bob", "--card-url", url)
         assert held.returncode == 0 and held.stdout.startswith("held"), held.stderr
-        listed = json.loads(muretai("op", "--as", "bob", "requests", "list", "--json").stdout)
+        listed = json.loads(in_process("op", "--as", "bob", "requests", "list", "--json").stdout)
         assert [r["checkedOutOfBand"] for r in listed["requests"]] == [False]
-        wrong = muretai("op", "--as", "bob", "contact", "verify", alice, print_of[bob])
+        wrong = in_process("op", "--as", "bob", "contact", "verify", alice, print_of[bob])
         assert wrong.returncode == 1 and "fingerprint-mismatch" in wrong.stderr
         assert print_of[alice] not in wrong.stderr, "a refusal never tells the right one"
-        listed = json.loads(muretai("op", "--as", "bob", "requests", "list", "--json").stdout)
+        listed = json.loads(in_process("op", "--as", "bob", "requests", "list", "--json").stdout)
         assert [r["checkedOutOfBand"] for r in listed["requests"]] == [False]
         spoken = print_of[alice].lower().replace("-", " ")   # as a person types what is read
-        ok = muretai("op", "--as", "bob", "contact", "verify", alice, spoken)
+        ok = in_process("op", "--as", "bob", "contact", "verify", alice, spoken)
         assert ok.returncode == 0, ok.stderr
-        listed = json.loads(muretai("op", "--as", "bob", "requests", "list", "--json").stdout)
+        listed = json.loads(in_process("op", "--as", "bob", "requests", "list", "--json").stdout)
         assert [r["checkedOutOfBand"] for r in listed["requests"]] == [True]
-        assert "(checked out of band)" in muretai("op", "--as", "bob", "requests").stdout
+        assert "(checked out of band)" in in_process("op", "--as", "bob", "requests").stdout
         rid = listed["requests"][0]["requestId"]
-        assert muretai("op", "--as", "bob", "requests", "approve", rid).returncode == 0
-        inbox = json.loads(muretai("op", "--as", "bob", "inbox", "--json").stdout)["messages"]
+        assert in_process("op", "--as", "bob", "requests", "approve", rid).returncode == 0
+        inbox = json.loads(in_process("op", "--as", "bob", "inbox", "--json").stdout)["messages"]
         assert [(m["from"], m["checkedOutOfBand"]) for m in inbox] == [(alice, True)]
-        assert "(checked out of band)" in muretai("op", "--as", "bob", "inbox").stdout
-        conns = json.loads(muretai("op", "--as", "bob", "connections", "--json").stdout)
+        assert "(checked out of band)" in in_process("op", "--as", "bob", "inbox").stdout
+        conns = json.loads(in_process("op", "--as", "bob", "connections", "--json").stdout)
         assert {c["did"]: c["checkedOutOfBand"] for c in conns["connections"]} == {alice: True}
         # the mark is bob's alone: alice's own views do not carry it
-        mine = json.loads(muretai("op", "--as", "alice", "connections", "--json").stdout)
+        mine = json.loads(in_process("op", "--as", "alice", "connections", "--json").stdout)
         assert all(c["checkedOutOfBand"] is False for c in mine["connections"])
     assert (Path(os.environ["MURETAI_HOME"]) / "verified").is_dir()
 

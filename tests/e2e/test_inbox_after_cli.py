@@ -1,7 +1,7 @@
-"""``op --as ME inbox --after SEQ [--wait [S]]`` in real ``muretai`` processes (issue 18 §1):
+"""``op --as ME inbox --after SEQ [--wait [S]]`` as the command line runs it (issue 18 §1):
 each entry with its seq, the document with ``latest``; two readers see the same entries; a
-wait is woken by another process's commit; a timed-out wait is ok, exit 0; ``--wait=N`` and
-``--wait N`` both parse (for ``turn-check`` too)."""
+wait (a real process) is woken by another process's commit; a timed-out wait is ok, exit 0;
+``--wait=N`` and ``--wait N`` both parse (for ``turn-check`` too)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 from muretai_cli.inbox.arrival import Arrival
 from muretai_cli.inbox.store import open_identity_store
 from muretai_cli.seam import SigningKey
-from tests.cli_helpers import muretai, new_identity
+from tests.cli_helpers import in_process, new_identity
 
 NOW = 1_800_000_000
 PEER = SigningKey.generate().did
@@ -32,7 +32,7 @@ def deliver(me: str, mid: str, **extra: Any) -> None:
 
 
 def inbox_json(*args: str) -> tuple[int, dict[str, Any]]:
-    done = muretai("op", "--as", "me", "inbox", *args, "--json")
+    done = in_process("op", "--as", "me", "inbox", *args, "--json")
     return done.returncode, json.loads(done.stdout)
 
 
@@ -62,11 +62,11 @@ def test_wait_forms_parse_and_a_timed_out_wait_is_ok() -> None:
         code, doc = inbox_json("--after", str(latest), *form)
         assert code == 0 and doc["ok"] is True and doc["entries"] == []
         assert doc["latest"] == latest and doc["timedOut"] is True
-    bad = muretai("op", "--as", "me", "inbox", "--after", "0", "--wait=31")
+    bad = in_process("op", "--as", "me", "inbox", "--after", "0", "--wait=31")
     assert bad.returncode == 2
     # turn-check takes the same two spellings (it fails later, for want of a relay)
     for form in (["--wait=1"], ["--wait", "1"]):
-        done = muretai("op", "--as", "me", "turn-check", *form, "--json")
+        done = in_process("op", "--as", "me", "turn-check", *form, "--json")
         assert json.loads(done.stdout)["error"] == "no-relay", done.stdout
 
 

@@ -19,6 +19,7 @@ from muretai_cli.inbox.reader import Page, read_after, wait_after
 from muretai_cli.inbox.store import IdentityStore
 from muretai_cli.seam import SigningKey
 from tests.store_helpers import door_store
+from tests.waiting import wait_until
 
 NOW = 1_800_000_000
 ALICE = SigningKey.generate().did
@@ -148,3 +149,42 @@ def test_a_wait_is_woken_by_another_process_commit(me: str, backend: str,
     assert [e["messageId"] for e in page.entries] == ["m-late"] and not page.waited
     # generous: the 50 ms median is measured in bench/inbox_cursor.py, not here
     assert done["at"] - committed < 2.0
+
+
+def _waiting_for_a_lock(store: IdentityStore) -> bool:
+    """A session of this store's database waits for a lock (another writer's inbox lock)."""
+    row = store.db.one("SELECT count(*) FROM pg_locks WHERE NOT granted AND database = "
+                       "(SELECT oid FROM pg_database WHERE datname = current_database())")
+    return bool(row and row[0])
+
+
+def test_a_seq_committed_after_a_later_one_is_never_skipped(me: str, pg_url: str) -> None:
+    """PostgreSQL takes a sequence value at INSERT, not at commit: one writer's transaction
+    holds seq N open while a second writer commits N+1. A reader that saw N+1 before N
+    committed would move its cursor past N for ever. Each writer's seqs are taken only once
+    every earlier writer has ended (schema version 13), so the second writer waits instead,
+    and the reader sees both."""
+    slow, quick, reader = (door_store(me, pg_url) for _ in range(3))
+    try:
+        assert slow.accept(arrival(ALICE, "m0"), NOW)
+        cursor = read_after(reader, 0).latest
+        seen: list[str] = []
+        done: list[bool] = []
+        with slow.batch():  # a drain's transaction, held open: its inbox row is not committed
+            assert slow.accept(arrival(ALICE, "slow", channel="relay"), NOW)
+            writer = threading.Thread(target=lambda: done.append(
+                quick.accept(arrival(BOB, "quick"), NOW)))  # a door's message, meanwhile
+            writer.start()
+            wait_until(lambda: done or _waiting_for_a_lock(quick),
+                       "the second writer committed or waits")
+            page = read_after(reader, cursor)
+            seen += mids(page)
+            cursor = page.cursor
+        writer.join(30)
+        assert done == [True]
+        page = read_after(reader, cursor)
+        seen += mids(page)
+        assert seen == ["slow", "quick"]  # each once, in seq order
+    finally:
+        for store in (slow, quick, reader):
+            store.close()

@@ -123,15 +123,15 @@ def _full_tmpfs_works() -> bool:
 @pytest.mark.skipif(not _full_tmpfs_works(),
                     reason="needs unshare -rm and a tmpfs mount (user namespaces)")
 def test_a_real_full_tmpfs(tmp_path: Path) -> None:
-    # The real thing: a 256 KiB tmpfs filled to the last byte, in a private mount namespace.
+    # The real thing: a 1 MiB tmpfs (room for one store of the current schema) filled to the last byte, in a private mount namespace.
     muretai = [sys.executable, "-m", "muretai_cli"]
     mnt = tmp_path / "small"
     mnt.mkdir()
     script = (
-        f"mount -t tmpfs -o size=256k tmpfs {mnt} && export MURETAI_HOME={mnt}/home && "
+        f"mount -t tmpfs -o size=1m tmpfs {mnt} && export MURETAI_HOME={mnt}/home && "
         f"{' '.join(muretai)} id new alice >/dev/null 2>&1 && "
         f"{' '.join(muretai)} op inbox --as alice >/dev/null 2>&1 && "
-        f"(head -c 1M /dev/zero > {mnt}/fill; true) 2>/dev/null; "
+        f"(head -c 4M /dev/zero > {mnt}/fill; true) 2>/dev/null; "
         f"{' '.join(muretai)} id new bob; echo \"exit=$?\"; "
         f"{' '.join(muretai)} op contact issue --as alice --uses 1; echo \"exit=$?\""
     )

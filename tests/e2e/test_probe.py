@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ from muretai_cli.seam import SigningKey, canonical_bytes, sign_card_envelope
 from muretai_cli.site import site_base
 from muretai_cli.urls import CARD_PATH, CARD_SIG_PATH
 from muretai_cli.visit.probe import OnHand, ProbeReport, probe
-from tests.cli_helpers import new_identity
+from tests.cli_helpers import in_process, muretai, new_identity
 from tests.door_helpers import live_door
 from tests.servers import serve_asgi
 
@@ -214,8 +213,7 @@ def test_our_own_door_is_a_card_route() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "muretai_cli", "probe", *args], check=False,
-                          capture_output=True, text=True, timeout=60)
+    return in_process("probe", *args)  # as the command line runs it; one real process below
 
 
 def test_cli_exit_codes_json_and_the_address_rule() -> None:
@@ -236,6 +234,6 @@ def test_cli_exit_codes_json_and_the_address_rule() -> None:
 
 
 def test_nothing_answering_is_unreachable_not_no_way_in() -> None:
-    got = _cli("http://127.0.0.1:1", "--allow-private", "--json", "--timeout", "5")
+    got = muretai("probe", "http://127.0.0.1:1", "--allow-private", "--json", "--timeout", "5")
     assert got.returncode == 3, got.stderr
     assert json.loads(got.stdout)["ok"] is False

@@ -1,7 +1,8 @@
 """A new user's mistakes about being reachable are caught, each with the command that fixes
 it (issue 22, item 14): a relay that holds no card of yours (`id new --relay`, `op dm`), an
-invite with no address, a port in use, a URL without a scheme. Real processes throughout;
-the DM goes through a live relay."""
+invite with no address, a port in use, a URL without a scheme. The relay and `serve` are real processes (a port in use is the
+process's own error); the other commands run in-process (``in_process``: the command line's
+own path, exit codes and streams); the DM goes through the live relay."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import muretai, new_identity
+from tests.cli_helpers import in_process, muretai, new_identity
 from tests.servers import ServeProc, running, start_relay
 
 
@@ -34,39 +35,39 @@ def relay(tmp_path: Path) -> Iterator[str]:
 
 
 def test_id_new_with_a_relay_says_the_card_is_not_published(relay: str) -> None:
-    made = muretai("id", "new", "alice", "--relay", relay)
+    made = in_process("id", "new", "alice", "--relay", relay)
     assert made.returncode == 0, made.stderr
     assert "warning: card-not-published" in made.stderr
     assert "`muretai card publish --as alice`" in made.stderr
-    doc = json.loads(muretai("id", "new", "bob", "--relay", relay, "--json").stdout)
+    doc = json.loads(in_process("id", "new", "bob", "--relay", relay, "--json").stdout)
     assert [w["code"] for w in doc["warnings"]] == ["card-not-published"]
-    quiet = muretai("id", "new", "carol")        # no relay: nothing to publish
+    quiet = in_process("id", "new", "carol")        # no relay: nothing to publish
     assert quiet.returncode == 0 and "warning" not in quiet.stderr
 
 
 def test_a_dm_from_an_identity_whose_card_the_relay_lacks_warns(relay: str) -> None:
     for name in ("alice", "bob"):
-        assert muretai("id", "new", name, "--relay", relay).returncode == 0
-    assert muretai("card", "publish", "--as", "bob").returncode == 0
-    bob = muretai("id", "show", "bob", "--json")
+        assert in_process("id", "new", name, "--relay", relay).returncode == 0
+    assert in_process("card", "publish", "--as", "bob").returncode == 0
+    bob = in_process("id", "show", "bob", "--json")
     bob_did = json.loads(bob.stdout)["did"]
-    sent = muretai("op", "--as", "alice", "dm", bob_did, "hello", "--relay", relay)
+    sent = in_process("op", "--as", "alice", "dm", bob_did, "hello", "--relay", relay)
     assert sent.returncode == 0, sent.stderr
     assert sent.stdout.startswith("queued at")
     assert "warning: card-not-published" in sent.stderr, sent.stderr
     assert "cannot reply" in sent.stderr and "`muretai card publish --as alice`" in sent.stderr
-    doc = json.loads(muretai("op", "--as", "alice", "dm", bob_did, "again", "--relay", relay,
+    doc = json.loads(in_process("op", "--as", "alice", "dm", bob_did, "again", "--relay", relay,
                              "--json").stdout)
     assert doc["state"] == "queued"
     assert [w["code"] for w in doc["warnings"]] == ["card-not-published"]
-    assert muretai("card", "publish", "--as", "alice").returncode == 0
-    fixed = muretai("op", "--as", "alice", "dm", bob_did, "now you can", "--relay", relay)
+    assert in_process("card", "publish", "--as", "alice").returncode == 0
+    fixed = in_process("op", "--as", "alice", "dm", bob_did, "now you can", "--relay", relay)
     assert fixed.returncode == 0 and "card-not-published" not in fixed.stderr, fixed.stderr
 
 
 def test_an_invite_with_no_address_says_how_to_give_one() -> None:
     new_identity("alice")
-    made = muretai("invite", "create", "--as", "alice")
+    made = in_process("invite", "create", "--as", "alice")
     assert made.returncode == 2
     assert "unreachable-identity" in made.stderr
     assert "--url" in made.stderr and "--relay" in made.stderr

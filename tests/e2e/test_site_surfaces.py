@@ -6,8 +6,6 @@ format (issue 22 item 17)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 from typing import Any
@@ -17,6 +15,7 @@ import pytest
 from muretai_cli.net import SafeClient
 from muretai_cli.site import SiteReport, check_site, site_base
 from muretai_cli.urls import CARD_PATH
+from tests.cli_helpers import in_process
 from tests.site_fixture import JSON, FixtureSite, fixture_site
 
 LONG = "d" * 501
@@ -122,9 +121,7 @@ def _redirect_card(site: FixtureSite) -> None:
 def test_a_card_redirected_to_another_origin_is_a_fail_row(fmt: str) -> None:
     with fixture_site() as site:
         _redirect_card(site)
-        proc = subprocess.run([sys.executable, "-m", "muretai_cli", "site", "check", site.base,
-                               "--allow-private", "--format", fmt], check=False,
-                              capture_output=True, text=True, timeout=60)
+        proc = in_process("site", "check", site.base, "--allow-private", "--format", fmt)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     out = proc.stdout

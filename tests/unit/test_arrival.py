@@ -155,3 +155,60 @@ def test_an_arrival_is_valid_on_construction() -> None:
                 {"relay": 5}, {"contextId": 1}):
         with pytest.raises(TypeError):
             Arrival.from_json({**good, **bad})
+
+
+# -- an onboard/claim: its message goes through the same pipeline, with CLAIM_WINDOW ------
+
+
+def _claim(*, to: str = ME.did, ts: int = NOW, key: SigningKey = ALICE) -> dict[str, Any]:
+    from muretai_cli.artifacts.invite import build_claim, mint_invite, verify_invite
+
+    invite = verify_invite(mint_invite(ME, name="Me", exp=NOW + 3600, relay="https://r.example/"),
+                           now=NOW)
+    claim = build_claim(key, invite=invite, name="Al", now=ts)
+    if to != ME.did:  # re-signed to another recipient, the binding kept
+        claim["message"] = _resigned(key, claim["message"], to=to)
+    return claim
+
+
+def _resigned(key: SigningKey, message: dict[str, Any], *, to: str
+                         ) -> dict[str, Any]:
+    from muretai_cli.seam import sign_envelope
+
+    return sign_envelope(key, to=to, text=message["text"], timestamp=message["timestamp"],
+                         context_id=message["contextId"])
+
+
+def _claim_refusal(claim: dict[str, Any], **kw: Any) -> str:
+    from muretai_cli.errors import Refused
+    from muretai_cli.inbox.claims import read_claim
+
+    with pytest.raises(Refused) as caught:
+        read_claim(claim, me=ME.did, now=NOW, **kw)
+    return caught.value.code
+
+
+def test_a_claim_is_read_by_the_receiving_pipeline_with_its_own_window(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A claim that skipped read_envelope (e.g. through the offline artifact check, whose
+    # window is an int of its own) would be accepted here: the window it is judged by is
+    # the one named CLAIM_WINDOW in the pipeline, and the pipeline's depositor rule holds.
+    from muretai_cli.inbox import claims
+    from muretai_cli.inbox.arrival import CLAIM_WINDOW
+
+    assert Window(MESSAGE_WINDOW, MESSAGE_WINDOW) == CLAIM_WINDOW
+    assert claims.read_claim(_claim(), me=ME.did, now=NOW).from_did == ALICE.did
+    assert claims.read_claim(_claim(ts=NOW - 60), me=ME.did, now=NOW).name == "Al"
+    monkeypatch.setattr(claims, "CLAIM_WINDOW", Window(30, 30))
+    assert _claim_refusal(_claim(ts=NOW - 60)) == "stale"
+    assert _claim_refusal(_claim(ts=NOW + 60)) == "from-the-future"
+
+
+def test_a_claim_meets_each_rule_of_the_pipeline() -> None:
+    assert _claim_refusal(_claim(to=OTHER.did)) == "wrong-recipient"
+    assert _claim_refusal(_claim(ts=NOW - MESSAGE_WINDOW - 1)) == "stale"
+    assert _claim_refusal(_claim(), signer=OTHER.did) == "signer-not-depositor"
+    forged = _claim()
+    forged["message"]["sig"] = OTHER.sign(b"x")
+    assert _claim_refusal(forged) == "bad-signature"
+    assert _claim_refusal({**_claim(), "message": "x"}) == "malformed-claim"

@@ -18,8 +18,10 @@ from hypothesis import strategies as st
 
 from muretai_cli.artifacts.introduction import (
     Introduction,
+    _unsigned_bytes,
     mint_introduction,
     mint_request,
+    signing_payload,
     trust_bp,
     verify_introduction,
 )
@@ -289,3 +291,54 @@ def test_a_duplicated_key_is_read_last_wins_as_the_parse_boundary_reads_it() -> 
     assert caught.value.code == "bad-signature"
     shadowed = raw.replace(field, b'"introducedTo": "' + MALLORY.did.encode() + b'", ' + field)
     assert _check(parse_document(shadowed)).introduced_to == BOB.did
+
+
+# -- the signed bytes: the common shape spelled directly is canonical_bytes, byte for byte --
+
+_text = st.text(max_size=12)  # every code point but lone surrogates: escapes, quotes, bidi
+
+
+@settings(max_examples=300, deadline=None)
+@given(_text, _text, _text, st.lists(_text, max_size=3), st.integers(-2**60, 2**60),
+       st.sampled_from([None, "https://i.example/", "é\"\\\x7f\u2028"]), st.booleans(),
+       st.one_of(st.none(), _text), st.integers(-2**60, 2**60), _text)
+def test_the_signed_bytes_of_the_common_shape_are_the_canonical_bytes(
+        cid: str, until: str, issued: str, expertise: list[str], trust: int,
+        endpoint: str | None, asked: bool, context: str | None, stamp: int,
+        text: str) -> None:
+    vc = requested() if asked else mint_introduction(ALICE, subject=CAROL.did, to=BOB.did,
+                                                      now=NOW)
+    vc.update(id=cid, issuanceDate=issued)
+    vc["credentialSubject"].update(validUntil=until, expertise=expertise, trustLevelBp=trust)
+    if endpoint is not None:
+        vc["issuerEndpoint"] = endpoint
+    if asked:
+        vc["provenance"]["request"].update(contextId=context, timestamp=stamp, text=text)
+    assert _unsigned_bytes(vc) == signing_payload(vc)
+
+
+@pytest.mark.parametrize("change", ["extra key", "bool trust", "float stamp", "list id",
+                                    "lone surrogate", "keystate", "no proof"])
+def test_the_signed_bytes_of_any_other_shape_are_the_canonical_bytes_too(change: str) -> None:
+    vc = requested()
+    claims, request = vc["credentialSubject"], vc["provenance"]["request"]
+    if change == "extra key":
+        claims["note"] = "x"
+    elif change == "bool trust":
+        claims["trustLevelBp"] = True  # canonical: true, never 1
+    elif change == "float stamp":
+        request["timestamp"] = 1.5
+    elif change == "list id":
+        vc["id"] = ["a"]
+    elif change == "keystate":
+        request["keystate"] = {"epoch": 1}
+    elif change == "no proof":
+        del vc["proof"]
+        vc["other"] = 1
+    if change == "lone surrogate":
+        claims["expertise"] = ["\ud800"]
+        with pytest.raises(Refused) as caught:
+            _unsigned_bytes(vc)
+        assert caught.value.code == "lone-surrogate"
+        return
+    assert _unsigned_bytes(vc) == signing_payload(vc)

@@ -92,3 +92,25 @@ def test_mcp_card_refusals_are_named(raw: bytes, code: str) -> None:
     with pytest.raises(InputError) as info:
         parse_mcp_card(raw)
     assert info.value.code == code
+
+
+def test_a_page_of_unclosed_tags_is_parsed_only_to_its_last_tag_end(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # html.parser rescans the rest of the page at each "<" of an unclosed tag (quadratic:
+    # minutes of CPU for the 512 KiB a site check reads); no tag ends past the last ">"
+    from muretai_cli.visit import signposts
+
+    fed: list[str] = []
+    real = signposts._ToolFinder.feed
+
+    def feed(self: signposts._ToolFinder, data: str) -> None:
+        fed.append(data)
+        real(self, data)
+
+    monkeypatch.setattr(signposts._ToolFinder, "feed", feed)
+    tool = "<form toolname='a' tooldescription='d'>"
+    page = declared_tools((tool + "<form b" * 2000).encode(), "https://site.example/")
+    assert [t.name for t in page.tools] == ["a"]
+    assert fed == [tool]
+    assert declared_tools(b"<form toolname='a' tooldescription" * 20000,
+                          "https://site.example/").tools == ()

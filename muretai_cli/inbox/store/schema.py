@@ -150,6 +150,26 @@ CREATE OR REPLACE FUNCTION inbox_committed() RETURNS trigger LANGUAGE plpgsql AS
 DROP TRIGGER IF EXISTS inbox_committed ON inbox;
 CREATE TRIGGER inbox_committed AFTER INSERT ON inbox FOR EACH STATEMENT EXECUTE FUNCTION inbox_committed()
 """  # noqa: E501
+# Version 13 (issue 18 §1): a seq is committed in order. PostgreSQL takes a sequence value at
+# INSERT, not at commit: with two writers (two door processes, a door and a drain) 12 could
+# commit while 11 is still in flight, and a reader that saw 12 would move its cursor past 11
+# for ever. So every INSERT into the inbox first takes a lock of this store's inbox, held
+# until its transaction ends: a BEFORE STATEMENT trigger, which fires before any of the
+# statement's rows (their ``id`` defaults included) is made. A writer's seqs are then taken
+# only after every earlier writer committed or rolled back, and a reader that sees a seq
+# sees every committed one below it. Writers wait for each other only from their inbox
+# INSERT to their commit (the door's group commit: one statement, then COMMIT); everything
+# before it (the rate counts, the lookups, the signatures) still runs side by side. The key
+# is the table's own OID (one per store in a database) in a key space of its own (two int4
+# keys never meet the one-bigint keys of ``pg_advisory_xact_lock(store)``). SQLite needs
+# nothing: its writers run one at a time (``BEGIN IMMEDIATE``), each commits before the next
+# takes a rowid.
+_V13_PG_IN_ORDER = """
+CREATE OR REPLACE FUNCTION inbox_in_order() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock({tag}, TG_RELID::int4); RETURN NULL; END $$;
+DROP TRIGGER IF EXISTS inbox_in_order ON inbox;
+CREATE TRIGGER inbox_in_order BEFORE INSERT ON inbox FOR EACH STATEMENT EXECUTE FUNCTION inbox_in_order()
+"""  # noqa: E501
+INBOX_LOCK_TAG = 0x6D736571  # "mseq": the first int4 of the inbox's lock key
 
 # Version 11 (issue 20): introductions (``introductions.py``, docs/trust.md): the vouch a held
 # request came with (JSON: the gate's verdict and the credential's facts); the senders the
@@ -183,6 +203,9 @@ def door_schema() -> Schema:
                            # Version 11 (issue 20, the gate): introduced, issued, held.
                            INTRODUCTION_TABLES,
                            # Version 12 (issue 20): introductions proposed, answered, revoked.
-                           VOUCH_TABLES))
+                           VOUCH_TABLES,
+                           # Version 13 (issue 18 §1): inbox seqs committed in order.
+                           {"sqlite": "", "postgresql": _V13_PG_IN_ORDER.replace(
+                               "{tag}", str(INBOX_LOCK_TAG))}))
 
 
