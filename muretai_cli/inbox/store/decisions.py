@@ -63,8 +63,9 @@ class Decisions(StoreBase):
     def requests(self, *, all_: bool = False) -> list[dict[str, Any]]:
         """Every message held (or, with ``all_``, decided), each its own row, oldest first."""
         rows = self.db.all(
-            "SELECT id, sender, message_id, context_id, text, sent, received, status, decided, "
-            "wba, vouch FROM requests WHERE status='held' OR ?=1 ORDER BY received, seq",
+            "SELECT r.id, r.sender, r.message_id, r.context_id, r.text, r.sent, r.received, "
+            "r.status, r.decided, r.wba, v.vouch FROM requests r LEFT JOIN held_vouches v ON "
+            "v.request_id = r.id WHERE r.status='held' OR ?=1 ORDER BY r.received, r.seq",
             (int(all_),))
         keys = ("id", "from", "messageId", "contextId", "text", "timestamp", "received",
                 "status", "decided", "wba", "vouch")

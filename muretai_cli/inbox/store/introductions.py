@@ -47,8 +47,9 @@ class Introductions(StoreBase):
     def admit_vouched(self, credential_id: str, now: int) -> list[str]:
         """Approve every held first contact whose vouch is ``credential_id`` (its proposal was
         approved): their messages delivered, their senders approved. Returns the senders."""
-        rows = self.db.all("SELECT id, sender, vouch FROM requests WHERE status='held' AND "
-                           "vouch IS NOT NULL ORDER BY received, seq")
+        rows = self.db.all("SELECT r.id, r.sender, v.vouch FROM requests r JOIN held_vouches "
+                           "v ON v.request_id = r.id WHERE r.status='held' "
+                           "ORDER BY r.received, r.seq")
         done: list[str] = []
         for request_id, sender, vouch in rows:
             if sender in done:

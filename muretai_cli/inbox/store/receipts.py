@@ -189,12 +189,15 @@ class Receipts(Rates):
                                            "it keeps until its owner decides")
             request_id = f"r-{secrets.token_hex(8)}"
             tx.execute("INSERT INTO requests (id, sender, message_id, context_id, text, sent, "
-                       "received, sig, channel, reply_to, relay, wba, vouch, seq) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                       "received, sig, channel, reply_to, relay, wba, seq) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                        "(SELECT COALESCE(MAX(seq), 0) + 1 FROM requests))",
                        (request_id, arrival.sender, arrival.message_id, arrival.context_id,
                         arrival.text, arrival.timestamp, now, arrival.sig, channel,
-                        arrival.reply_to, arrival.relay, arrival.wba, vouch))
+                        arrival.reply_to, arrival.relay, arrival.wba))
+            if vouch is not None:
+                tx.execute("INSERT INTO held_vouches (request_id, vouch) VALUES (?, ?)",
+                           (request_id, vouch))
             self._after_receipt(tx, arrival, "held", request_id, now)
             return str(first[0]) if first else request_id
 

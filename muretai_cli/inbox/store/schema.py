@@ -172,10 +172,11 @@ CREATE TRIGGER inbox_in_order BEFORE INSERT ON inbox FOR EACH STATEMENT EXECUTE 
 INBOX_LOCK_TAG = 0x6D736571  # "mseq": the first int4 of the inbox's lock key
 
 # Version 11 (issue 20): introductions (``introductions.py``, docs/trust.md): the vouch a held
-# request came with (JSON: the gate's verdict and the credential's facts); the senders the
-# gate admitted as introduced; credentials this identity issued, and those it holds.
+# request came with (``held_vouches``, by request id: JSON, the gate's verdict and the
+# credential's facts); the senders the gate admitted as introduced; credentials this identity
+# issued, and those it holds. Every statement can run again (a store rolled back by hand).
 INTRODUCTION_TABLES = """
-ALTER TABLE requests ADD COLUMN vouch TEXT;
+CREATE TABLE IF NOT EXISTS held_vouches (request_id TEXT PRIMARY KEY, vouch TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS introduced (
   sender TEXT PRIMARY KEY, issuer TEXT NOT NULL, credential_id TEXT NOT NULL,
   doc TEXT NOT NULL, at {int} NOT NULL);
