@@ -8,7 +8,8 @@ the relay; then two people at two shells who meet through an invite (invite crea
 the claim honoured at turn-check) and then talk through the relay (dm, turn-check, reply),
 the first message let through by the invite, not by opening the door to strangers; an
 introduction (asked, vouched, carried by a first DM through a door that takes only the
-introduced, and a stranger refused with the remedy); and,
+introduced, and a stranger refused with the remedy); agents at work (``_demo_agent``: MCP
+client sessions with ``muretai mcp``, a held stranger approved through the gate); and,
 given a PostgreSQL database (``--pg``), one door served by two processes sharing it.
 
 Every step runs the real ``muretai`` command line in a subprocess (so the demo exercises
@@ -274,6 +275,10 @@ def online_part(demo: Demo) -> None:
                          "--reply-to", answered)
                 demo.run("alice drains her relay: the answer, verified, linked to her message",
                          "op", "--as", "alice", "turn-check")
+            if relay and not demo.failures:
+                from muretai_cli.cli._demo_agent import agent_part
+
+                agent_part(demo, url, shop)
         finally:
             stop(door)
 

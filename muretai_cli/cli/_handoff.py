@@ -75,26 +75,11 @@ def online_cards(origin: BaseUrl, client: SafeClient, now: int, require_signed: 
                        require_signed=require_signed)
 
 
-def _refusal(report: HandoffReport) -> tuple[str, str]:
-    """Why nothing may be followed, naming the real cause: the card, else the first entry's
-    first error, else that there was no entry at all."""
-    if report.card_error is not None:
-        return report.card_error.code, report.card_error.detail
-    for item in report.entries:
-        if item.verdict.errors:
-            first = item.verdict.errors[0]
-            entry = item.entry
-            return first.code, (f"no dm entry may be followed; entry {entry.index} "
-                                f"({entry.kind}): {first.detail}")
-    if not report.entries:
-        return "no-handoff", "the result carries no valid handoff entry"
-    return "no-followable-entry", "no dm entry may be followed (no entry is a dm)"
-
-
 def report_item(label: str, report: HandoffReport) -> dict[str, Any]:
     reasons = []
-    if report.exit_code != 0:
-        code, message = _refusal(report)
+    refused = report.refusal()
+    if refused is not None:
+        code, message = refused
         reasons.append({"code": code, "message": message, "severity": "error",
                         "detail": message})
     doc = report.to_json()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,13 +17,11 @@ from muretai_cli.cli._visitout import (
     DEFAULT_MAX_BYTES,
     MaxBytesOpt,
     TimeoutOpt,
-    make_client,
     progress,
 )
 
 if TYPE_CHECKING:
     from muretai_cli.artifacts.invite import Invite
-    from muretai_cli.seam import SigningKey
 
 app = typer.Typer(no_args_is_help=True, help="Invite someone: a signed card they answer with "
                                              "a claim, after which each holds the other.")
@@ -206,59 +204,28 @@ def join(
     json_out: JsonOpt = False,
 ) -> None:
     """Answer an invite: verify it, keep the inviter as a contact, send the signed claim."""
-    from muretai_cli.artifacts.invite import build_claim, verify_invite
-    from muretai_cli.errors import InputError
-    from muretai_cli.home import ConnectionStore
-    from muretai_cli.inbox.invites import Contact, InviteStore
-    from muretai_cli.urls import parse_base_url
-    from muretai_cli.visit.join import claim_at_door
+    from muretai_cli.cli._durations import parse_seconds
+    from muretai_cli.cli._visitout import client_for
+    from muretai_cli.home import Profiles
+    from muretai_cli.visit.join import Joiner, join_invite
 
     now = int(time.time())
-    got = verify_invite(_read(invite), now=now)
+    doc = _read(invite)
     ident = load_identity(as_, keys)
-    if got.did == ident.did:
-        raise InputError("own-invite", "this invite is your own")
     key = ident.signing_key()
-    if not got.url and not (got.relay and got.enc_pub):
-        raise InputError("unreachable-inviter", "the invite names neither a door url nor a "
-                                                "relay with an enc_pub; there is no way to "
-                                                "answer it")
-    from muretai_cli.home import Profiles
-
-    my_relay = Profiles().relay_of(ident.did)
-    if my_relay is None:  # the claim then carries no address: only a door can answer at once
-        note(f"note: {ident.name} has no relay, so the claim gives the inviter no way to "
-             f"write to you later (set one: muretai id relay {ident.name} URL)")
-    endpoint = parse_base_url(got.url).text if got.url else None
     store = open_store(ident, db)
     try:
-        known = InviteStore(store.db).add_contact(Contact(
-            got.did, got.name, got.relay, got.enc_pub, endpoint, now, "joined-invite"))
-        if store.sender_status(got.did) not in ("allowed", "approved"):
-            store.set_sender(got.did, "allowed", now)
+        joiner = Joiner(key, name or ident.name, store, client_for, now,
+                        my_relay=Profiles().relay_of(ident.did),
+                        timeout=parse_seconds(timeout), max_bytes=max_bytes, on_note=note)
+        with progress("answering the invite"):
+            joined = join_invite(joiner, doc, message=message)
     finally:
         store.close()
-    claim = build_claim(key, invite=got, name=name or ident.name, now=now,
-                        enc_pub=key.enc_pub, relay=my_relay)
-    out: dict[str, Any] = {"ok": True, "inviter": got.did, "name": got.name,
-                           "via": endpoint or got.relay, "newContact": known}
-    if endpoint is None:
-        out.update(_join_by_relay(key, got, claim, message, db=db, now=now, my_relay=my_relay,
-                                  timeout=timeout, max_bytes=max_bytes))
-    else:
-        with make_client(timeout, max_bytes) as client, progress(f"claiming at {endpoint}"):
-            out["claim"] = claim_at_door(client, endpoint, claim)
-            if message:
-                from muretai_cli.visit.dm import contact_and_dm
-
-                report = contact_and_dm(key, got.did, message, client=client, now=now,
-                                        connections=ConnectionStore(key.did),
-                                        connect=endpoint)
-                out["message"] = report.to_json()
-                out["ok"] = report.exit_code == 0
+    got, out = joined.invite, joined.doc
     if json_out:
         emit_json(out)
-    elif endpoint is not None:
+    elif joined.by_door:
         say(f"joined {_describe(got)}: the door accepted the claim")
         if "message" in out:
             verdict = "delivered, reply verified" if out["ok"] else "sent; reply NOT verified"
@@ -276,43 +243,6 @@ def join(
 _MESSAGE_STATES = {"queued": "message queued after it (read at the same turn-check)",
                    "delivered": "message delivered, reply verified",
                    "held": "message held for the inviter's approval"}
-
-
-def _join_by_relay(key: SigningKey, got: Invite, claim: dict[str, Any], message: str | None,
-                   *, db: str | None, now: int, my_relay: str | None, timeout: str,
-                   max_bytes: int) -> dict[str, Any]:
-    """Deposit the sealed claim at the inviter's relay, then the first message the same way
-    (both queued: the inviter judges them at its next turn-check, claim first)."""
-    from muretai_cli.cli._durations import parse_seconds
-    from muretai_cli.cli._visitout import client_for
-    from muretai_cli.home import ConnectionStore
-    from muretai_cli.visit.join import claim_via_relay
-    from muretai_cli.visit.relay import RelayClient
-    from muretai_cli.visit.send import Sender, send_dm
-
-    if got.relay is None or got.enc_pub is None:  # join chose this way for having both
-        from muretai_cli.errors import Refused
-
-        raise Refused("unreachable-identity", "the invite names no relay and enc_pub")
-    relay = RelayClient(got.relay, client_for, timeout=parse_seconds(timeout))
-    out: dict[str, Any] = {"claim": claim_via_relay(relay, key, to=got.did,
-                                                    enc_pub=got.enc_pub, claim=claim)}
-    if message:
-        ident_store = None
-        try:
-            from muretai_cli.inbox.store import open_identity_store
-
-            ident_store = open_identity_store(key.did, db)
-            sender = Sender(key, ident_store, ConnectionStore(key.did), client_for, now,
-                            my_relay=my_relay, timeout=parse_seconds(timeout),
-                            max_bytes=max_bytes)
-            report = send_dm(sender, got.did, message, relay_url=got.relay)
-            out["message"] = report.to_json()
-            out["ok"] = report.exit_code == 0
-        finally:
-            if ident_store is not None:
-                ident_store.close()
-    return out
 
 
 def register(root: typer.Typer) -> None:

@@ -6,6 +6,7 @@ control characters (a peer's words stay data, in their own field)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from muretai_cli.errors import MuretaiError
@@ -62,3 +63,27 @@ def gate(request_id: str, message: str, agent_hint: str, **data: Any) -> dict[st
     return {"ok": False, "needsHumanConfirmation": True, "origin": LOCAL_ORIGIN,
             "requestId": clean(request_id), "message": clean(message),
             "agentHint": clean(agent_hint), **clean(data)}
+
+
+def as_result(doc: dict[str, Any], tool: str) -> dict[str, Any]:
+    """A library report (``ok``, ``error``/``state``, ``message``, ``hint``) as a tool result:
+    a success as it is, a failure as a refusal naming its code."""
+    body = with_ok(doc)
+    if body["ok"]:
+        return body
+    code = str(body.pop("error", None) or body.get("state") or f"{tool}-failed")
+    message = str(body.pop("message", None) or f"{tool} did not succeed ({code})")
+    hint = str(body.pop("hint", None) or "tell the person what failed; do not resend unchanged")
+    body.pop("detail", None)
+    return {"ok": False, "code": code, "message": message, "agentHint": hint, **body}
+
+
+def guarded(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run one tool: the library's errors become refusals; nothing ends the server."""
+    try:
+        return call()
+    except MuretaiError as exc:
+        return refusal_of(exc)
+    except Exception as exc:  # a tool never ends the server, and never shows a traceback
+        return refusal("internal-error", f"the tool failed: {type(exc).__name__}",
+                       "report this to the person; the server still answers")

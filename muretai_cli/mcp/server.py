@@ -10,7 +10,6 @@ when the server was started with ``agent_may_decide``.
 # No `from __future__ import annotations`: the SDK reads the tools' annotations at run
 # time, and they name resolvers local to build_server.
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
@@ -19,7 +18,14 @@ from mcp.server.mcpserver.resolve import Elicit, Resolve
 from pydantic import BaseModel, Field
 
 from muretai_cli.errors import InputError, MuretaiError
-from muretai_cli.mcp._results import gate, ok, refusal, refusal_of, with_ok
+from muretai_cli.mcp._args import MAX_ID, MAX_URL
+from muretai_cli.mcp._args import client_for as _client_for
+from muretai_cli.mcp._args import did as _did
+from muretai_cli.mcp._args import required as _required
+from muretai_cli.mcp._args import string as _string
+from muretai_cli.mcp._results import as_result as _as_result
+from muretai_cli.mcp._results import gate, ok, refusal
+from muretai_cli.mcp._results import guarded as _guarded
 
 if TYPE_CHECKING:
     from muretai_cli.home import Identity
@@ -27,8 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["build_server", "run_server"]
 
-MAX_ID = 200  # a request id or nonce is short; anything longer is not one
-MAX_URL = 2048
 DECISIONS = ("approve", "reject")
 
 
@@ -44,54 +48,15 @@ class Confirm(BaseModel):
     confirm: bool = Field(description="Yes, do it")
 
 
-def _string(value: Any, name: str, *, limit: int, required: bool = True) -> str | None:
-    if value is None:
-        if required:
-            raise InputError("missing-argument", f"{name} is required")
-        return None
-    if not isinstance(value, str):
-        raise InputError("bad-argument", f"{name} must be a string, not {type(value).__name__}")
-    if len(value.encode("utf-8", "surrogatepass")) > limit:
-        raise InputError("too-large", f"{name} is longer than {limit} bytes")
-    if required and not value:
-        raise InputError("missing-argument", f"{name} is empty")
-    return value
-
-
-def _required(value: Any, name: str, *, limit: int) -> str:
-    text = _string(value, name, limit=limit)
-    if text is None:  # _string refuses a missing value; this says so to the type checker
-        raise InputError("missing-argument", f"{name} is required")
-    return text
-
-
-def _did(value: Any, name: str) -> str:
-    from muretai_cli.seam import public_from_did
-
-    did = _required(value, name, limit=MAX_ID)
-    try:
-        public_from_did(did)
-    except MuretaiError as exc:
-        raise InputError("bad-did", f"{name} is not a did:key: {exc.detail}",
-                         hint="give the peer's DID, did:key:z6Mk…") from None
-    return did
-
-
-def _client_for(seconds: float, max_bytes: int, *, deadline_hint: str | None = None) -> Any:
-    from muretai_cli.net import SafeClient
-
-    if deadline_hint is None:
-        return SafeClient(timeout=seconds, max_bytes=max_bytes)
-    return SafeClient(timeout=seconds, max_bytes=max_bytes, deadline_hint=deadline_hint)
-
-
 class Tools:
     """The tools of one identity, sharing its keys and (one at a time) its store."""
 
-    def __init__(self, ident: "Identity", db: str | None, *, agent_may_decide: bool) -> None:
+    def __init__(self, ident: "Identity", db: str | None, *, agent_may_decide: bool,
+                 door_url: str | None = None) -> None:
         self.ident = ident
         self.db = db
         self.agent_may_decide = agent_may_decide
+        self.door_url = door_url  # the door's public base URL (`serve --url`), if it has one
 
     def store(self) -> "IdentityStore":
         from muretai_cli.inbox.store import open_identity_store
@@ -100,20 +65,9 @@ class Tools:
                                    fix=f"muretai db init --as {self.ident.name}")
 
     def whoami(self) -> dict[str, Any]:
-        from muretai_cli.home import Profiles
-        from muretai_cli.inbox.consent import policy_of
+        from muretai_cli.mcp._identity import whoami
 
-        relay = Profiles().relay_of(self.ident.did)
-        store = self.store()
-        try:
-            policy = policy_of(store)
-        finally:
-            store.close()
-        from muretai_cli.home import listener_state
-
-        return ok(name=self.ident.name, did=self.ident.did, relay=relay, policy=policy,
-                  cardPublished=relay is not None, agentMayDecide=self.agent_may_decide,
-                  listener=listener_state(self.ident.did))
+        return whoami(self)
 
     def list_connections(self) -> dict[str, Any]:
         from muretai_cli.inbox.connections import connection_rows
@@ -292,40 +246,22 @@ class Tools:
                     command=command)
 
 
-def _as_result(doc: dict[str, Any], tool: str) -> dict[str, Any]:
-    body = with_ok(doc)
-    if body["ok"]:
-        return body
-    code = str(body.pop("error", None) or body.get("state") or f"{tool}-failed")
-    message = str(body.pop("message", None) or f"{tool} did not succeed ({code})")
-    hint = str(body.pop("hint", None) or "tell the person what failed; do not resend unchanged")
-    body.pop("detail", None)
-    return {"ok": False, "code": code, "message": message, "agentHint": hint, **body}
-
-
-def _guarded(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Run one tool: the library's errors become refusals; nothing ends the server."""
-    try:
-        return call()
-    except MuretaiError as exc:
-        return refusal_of(exc)
-    except Exception as exc:  # a tool never ends the server, and never shows a traceback
-        return refusal("internal-error", f"the tool failed: {type(exc).__name__}",
-                       "report this to the person; the server still answers")
-
-
 def _offers_elicitation(ctx: Context) -> bool:
     caps = ctx.client_capabilities
     return caps is not None and caps.elicitation is not None
 
 
 def build_server(ident: "Identity", db: str | None = None, *,
-                 agent_may_decide: bool = False) -> MCPServer:
-    """The MCP server for ``ident``: muretai's tools, named as a muretai skill expects."""
+                 agent_may_decide: bool = False, door_url: str | None = None,
+                 allow_private: bool = False) -> MCPServer:
+    """The MCP server for ``ident``: muretai's tools, named as a muretai skill expects.
+    ``door_url``: the identity's door (whoami asks it for the card); ``allow_private``:
+    read_site may read loopback and private addresses."""
     from muretai_cli import __version__
+    from muretai_cli.mcp import _visiting
     from muretai_cli.mcp._listen import Listening
 
-    tools = Tools(ident, db, agent_may_decide=agent_may_decide)
+    tools = Tools(ident, db, agent_may_decide=agent_may_decide, door_url=door_url)
     listening = Listening(ident, db)  # push: the listener lease, drain and inbox updates
     server: MCPServer = MCPServer(
         "muretai", version=__version__, log_level="WARNING",
@@ -346,9 +282,13 @@ def build_server(ident: "Identity", db: str | None = None, *,
             return None
         return Elicit(f"{ident.name}: mint a one-use invite (7 days)?", Confirm)
 
-    @server.tool(description="Who this server acts as: DID, name, relay, policy.")
-    def whoami() -> dict[str, Any]:
-        return _guarded(tools.whoami)
+    @server.tool(description="Who this server acts as: DID, name, door and relay, policy, "
+                             "whether its card is published, the inbox's latest seq.")
+    async def whoami() -> dict[str, Any]:
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(lambda: _guarded(tools.whoami),
+                                              abandon_on_cancel=True)
 
     @server.tool(description="Your contacts and how each is reached (door or relay).")
     def list_connections() -> dict[str, Any]:
@@ -374,7 +314,8 @@ def build_server(ident: "Identity", db: str | None = None, *,
     ) -> dict[str, Any]:
         return _guarded(lambda: tools.read_inbox(after, peer, context, reply_to, limit))
 
-    @server.tool(description="Wait for a message after a cursor: at once when one is there, "
+    @server.tool(description="Wait for a message after a cursor, or (request_id) for the "
+                             "owner's decision on a held request: at once when it is there, "
                              "else up to timeout seconds (25 by default, 30 at most).")
     async def wait_for_message(
         after: Annotated[Any, _typed("integer", "The seq to wait after.")],
@@ -382,10 +323,18 @@ def build_server(ident: "Identity", db: str | None = None, *,
         context: Annotated[Any, _typed("string", "Only in this conversation (contextId).")],
         reply_to: Annotated[Any, _typed("string", "Only answers to this messageId.")],
         timeout: Annotated[Any, _typed("number", "Seconds to wait (at most 30).")],
+        request_id: Annotated[Any, _typed("string", "A gate's requestId: wait for the "
+                                                    "owner's decision on it instead.")],
     ) -> dict[str, Any]:
         import anyio.to_thread
 
         def run() -> dict[str, Any]:
+            if request_id is not None:
+                from muretai_cli.mcp._identity import wait_request
+
+                mixed = any(v is not None for v in (after, peer, context, reply_to))
+                return _guarded(lambda: wait_request(tools, request_id, timeout,
+                                                     mixed=mixed))
             return _guarded(lambda: tools.read_inbox(after, peer, context, reply_to, None,
                                                      timeout, wait=True))
         return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
@@ -422,10 +371,13 @@ def build_server(ident: "Identity", db: str | None = None, *,
     def doctor() -> dict[str, Any]:
         return _guarded(tools.doctor)
 
+    _visiting.register(server, tools, allow_private=allow_private)
     return server
 
 
 def run_server(ident: "Identity", db: str | None = None, *,
-               agent_may_decide: bool = False) -> None:
+               agent_may_decide: bool = False, door_url: str | None = None,
+               allow_private: bool = False) -> None:
     """Serve ``ident``'s tools over stdio until the client goes away."""
-    build_server(ident, db, agent_may_decide=agent_may_decide).run("stdio")
+    build_server(ident, db, agent_may_decide=agent_may_decide, door_url=door_url,
+                 allow_private=allow_private).run("stdio")

@@ -145,6 +145,24 @@ class HandoffReport:
             return self.card_error.exit_code
         return 1
 
+    def refusal(self) -> tuple[str, str] | None:
+        """Why nothing may be followed (a code and a sentence), naming the real cause: the
+        card, else the first entry's first error, else that there was no entry at all;
+        None when a dm entry may be followed."""
+        if self.exit_code == 0:
+            return None
+        if self.card_error is not None:
+            return self.card_error.code, self.card_error.detail
+        for item in self.entries:
+            if item.verdict.errors:
+                first = item.verdict.errors[0]
+                entry = item.entry
+                return first.code, (f"no dm entry may be followed; entry {entry.index} "
+                                    f"({entry.kind}): {first.detail}")
+        if not self.entries:
+            return "no-handoff", "the result carries no valid handoff entry"
+        return "no-followable-entry", "no dm entry may be followed (no entry is a dm)"
+
     def to_json(self) -> dict[str, Any]:
         org = self.card.org if self.card is not None else None
         out: dict[str, Any] = {

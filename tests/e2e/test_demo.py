@@ -51,14 +51,22 @@ def test_demo_passes_end_to_end(tmp_path: Path) -> None:
                             "--json"], capture_output=True, text=True, env=env, check=False)
     alice = subprocess.run([sys.executable, "-m", "muretai_cli", "id", "show", "alice",
                             "--json"], capture_output=True, text=True, env=env, check=False)
+    dave = subprocess.run([sys.executable, "-m", "muretai_cli", "id", "show", "dave",
+                           "--json"], capture_output=True, text=True, env=env, check=False)
+    dave_did = json.loads(dave.stdout)["did"]
     messages = json.loads(inbox.stdout)["messages"]
-    texts = [m["text"] for m in messages if m["direction"] == "in"]
+    received = [m for m in messages if m["direction"] == "in"]
+    texts = [m["text"] for m in received if m["from"] != dave_did]
     assert sorted(texts) == sorted(["Hello from alice",
                                     "Hello, I'd like to confirm my fitting on Friday.",
                                     "See you on Friday."]), texts
-    received = [m for m in messages if m["direction"] == "in"]
-    assert {m["from"] for m in received} == {json.loads(alice.stdout)["did"]}
+    assert {m["from"] for m in received} == {json.loads(alice.stdout)["did"], dave_did}
     assert all(m["verified"] for m in received)
+    # the agent part: dave's agent's first contact, held, then approved by the owner at a
+    # shell after the shop's agent met the gate; the owner's answer reached dave's agent
+    assert [m["text"] for m in received if m["from"] == dave_did] == [
+        "Hello, do you have the blue coat in size M?"]
+    assert "mcp> whoami" in proc.stdout and '"needsHumanConfirmation": true' in proc.stdout
     # The shop's owner answered through alice's relay; alice's turn-check stored it, bound
     # to the message it answers; bob and carol talked through the relay.
     def view(name: str) -> list[dict[str, object]]:
@@ -72,6 +80,9 @@ def test_demo_passes_end_to_end(tmp_path: Path) -> None:
         ("Friday 10:00 is booked. See you then!", "relay")]
     sent = {m["messageId"]: m["text"] for m in view("alice") if m["direction"] == "out"}
     assert sent[answer[0]["replyTo"]] == "See you on Friday."
+    to_dave = [m for m in view("dave") if m["direction"] == "in"]
+    assert [(m["text"], m["channel"]) for m in to_dave] == [
+        ("Yes, one left in M. Shall I keep it for you?", "relay")]
     assert [(m["direction"], m["text"]) for m in view("bob")] == [
         ("out", "Lunch on Thursday?"), ("in", "Thursday works. 12:30?")]
 

@@ -45,7 +45,7 @@ SURFACES: dict[str, list[str]] = {
              "LintStream", "Manifest", "Mode", "RawResult", "ResultReader", "ResultReport",
              "Severity", "Shape", "Tally", "View", "level_report", "lint_bytes", "lint_raw",
              "lint_stream", "parse_manifest"],
-    "mcp": ["build_server", "run_server"],
+    "mcp": ["ToolSession", "build_server", "run_server", "tool_session"],
     "net": ["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "MAX_REDIRECTS", "Deadline", "HttpResult",
             "SafeClient", "check_request_url", "http_refusal", "private_addresses",
             "retry_after_seconds", "user_agent"],

@@ -1,0 +1,65 @@
+"""Driving ``muretai mcp --as NAME`` through the SDK's own stdio client, keeping every tool
+result for the project's conventions lint."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from muretai_cli.lint import lint_bytes
+from tests.servers import ROOT
+
+
+class Recorder:
+    """Calls tools and keeps each result for the lint."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.results: list[dict[str, Any]] = []
+
+    async def call(self, name: str, **args: Any) -> dict[str, Any]:
+        got = await self.client.call_tool(name, args)
+        assert not got.is_error, got.content  # a tool answers; it never fails as a call
+        doc = got.structured_content
+        assert isinstance(doc, dict)
+        assert next(iter(doc)) == "ok", "ok comes first in every result"
+        if doc["ok"] is False and not doc.get("needsHumanConfirmation"):
+            assert doc["code"] and doc["message"] and doc["agentHint"], doc
+        self.results.append(doc)
+        return doc
+
+
+def lint_clean(results: list[dict[str, Any]]) -> None:
+    """Every result passes ``muretai conventions lint`` (no error finding)."""
+    assert results
+    for doc in results:
+        report = lint_bytes(json.dumps(doc).encode())
+        assert report.errors == 0, (doc, [f.to_json() for f in report.findings])
+
+
+def serve(name: str, body: Callable[[Recorder], Awaitable[None]], *extra: str
+          ) -> list[dict[str, Any]]:
+    """One session with the real server process for ``name``; its results, linted."""
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "muretai_cli", "mcp", "--as", name, *extra],
+                                   cwd=str(ROOT), env=dict(os.environ))
+    recorded: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        async with Client(params, read_timeout_seconds=60) as client:
+            rec = Recorder(client)
+            try:
+                await body(rec)
+            finally:
+                recorded.extend(rec.results)
+
+    anyio.run(main)
+    lint_clean(recorded)
+    return recorded
