@@ -6,9 +6,10 @@ handoff check (and a refused redirect), a first DM held by quarantine, the owner
 a followed handoff, the persistent inbox, the shop's owner answering the visitor through
 the relay; then two people at two shells who meet through an invite (invite create, join,
 the claim honoured at turn-check) and then talk through the relay (dm, turn-check, reply),
-the first message let through by the invite, not by opening the door to strangers; agents
-at work (``_demo_agent``: MCP client sessions with ``muretai mcp``, a held stranger approved
-through the gate); and,
+the first message let through by the invite, not by opening the door to strangers; an
+introduction (asked, vouched, carried by a first DM through a door that takes only the
+introduced, and a stranger refused with the remedy); agents at work (``_demo_agent``: MCP
+client sessions with ``muretai mcp``, a held stranger approved through the gate); and,
 given a PostgreSQL database (``--pg``), one door served by two processes sharing it.
 
 Every step runs the real ``muretai`` command line in a subprocess (so the demo exercises
@@ -334,6 +335,50 @@ def conversation_part(demo: Demo) -> None:
              "inbox", "--peer", carol)
 
 
+def introduction_part(demo: Demo) -> None:
+    """The trust gate: carol asks alice to introduce her to dana, whose door takes only the
+    introduced (policy ``introduced``); alice vouches; carol's first DM carries the
+    credential and is admitted, while a stranger without one is refused with the remedy."""
+    relay = demo.relay
+    if not relay:
+        return
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    demo.run("dana, who takes only introduced strangers, gets an identity", "id", "new", "dana")
+    dana, alice, carol = demo.did_of("dana"), demo.did_of("alice"), demo.did_of("carol")
+    demo.show(f"\n[*] start dana's door: muretai serve --as dana --url {url} --port {port} "
+              "--dm-policy introduced")
+    with _child(muretai_argv("serve", "--as", "dana", "--url", url, "--port", str(port),
+                             "--dm-policy", "introduced"),
+                env=demo.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as door:
+        try:
+            if not _wait_for_card(url, door):
+                demo.failures.append(f"dana's door did not come up at {url}")
+                return
+            demo.run("dana knows alice", "op", "--as", "dana", "senders", "allow", alice)
+            demo.run("alice writes to dana (her door is remembered)", "op", "--as", "alice",
+                     "dm", dana, "Hello dana, alice here.", "--connect", url)
+            demo.run("alice knows carol", "op", "--as", "alice", "senders", "allow", carol)
+            demo.run("carol asks alice to introduce her to dana: a signed request, and a note",
+                     "op", "--as", "carol", "intro", "ask", alice, "--to", dana, "--note",
+                     "I'd like to ask dana about ledgers.", "--relay", relay)
+            demo.run("alice drains her relay: an introduction request, not plain text", "op",
+                     "--as", "alice", "turn-check")
+            demo.run("alice vouches: the credential, given to carol with dana's door", "op",
+                     "--as", "alice", "introduce", carol, "--to", dana, "--expertise",
+                     "ledgers", "--trust", "0.9")
+            demo.run("carol drains hers: the introduction is kept", "op", "--as", "carol",
+                     "turn-check", show=False)
+            demo.run("what carol holds", "op", "--as", "carol", "intros")
+            demo.run("carol's first DM to dana carries it, and is admitted (not held)", "op",
+                     "--as", "carol", "dm", dana, "Hi dana, alice introduced me.")
+            demo.run("a stranger gets an identity", "id", "new", "mallory", show=False)
+            demo.run("a stranger without a vouch is refused, told how to be introduced", "op",
+                     "--as", "mallory", "dm", dana, "Hi dana!", "--connect", url, expect=4)
+        finally:
+            stop(door)
+
+
 def scale_part(demo: Demo, pg: str) -> None:
     """One door identity served by two processes (``--workers 2``) from one PostgreSQL
     database: its store made explicitly, messages taken by either process, one inbox."""
@@ -424,6 +469,8 @@ def _run_demo(root: Path, json_out: bool = False, pg: str | None = None) -> None
                 online_part(run)
             if not run.failures:
                 conversation_part(run)
+            if not run.failures:
+                introduction_part(run)
     if pg is not None and not run.failures:
         scale_part(run, pg)
     if json_out:

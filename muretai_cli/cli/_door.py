@@ -90,8 +90,8 @@ def serve(
         "--port", show_default=False,
         help="Port to bind (0: any free port); default: the --url's port, else 8788.")] = None,
     dm_policy: Annotated[str | None, typer.Option(
-        "--dm-policy", help="open | quarantine | closed, for this run (default: the "
-                            "identity's `op policy`, quarantine unless set).",
+        "--dm-policy", help="open | quarantine | closed | introduced, for this run "
+                            "(default: the identity's `op policy`, quarantine unless set).",
         show_default=False)] = None,
     rate_per_sender: Annotated[int, typer.Option(
         "--rate-per-sender", help="Signed requests per minute per sender (0 disables).")] = 60,

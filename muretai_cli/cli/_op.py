@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from muretai_cli.cli import _door, _opcontacts, _opconv, _opdoor, _opvisit, _vouch
+from muretai_cli.cli import _door, _opcontacts, _opconv, _opdoor, _opintro, _opvisit, _vouch
 from muretai_cli.cli._acting import acting_as
 from muretai_cli.cli._tree import AsGroup
 
@@ -31,6 +31,7 @@ app.add_typer(_opvisit.handoff_app, name="handoff")
 _opdoor.register(app)
 _opconv.register(app)
 _opcontacts.register(app, contact_app)
-# `op introduce`: the proposal and revocation verbs (issue 20; the gate's join this group)
-_vouch.register_vouch(_vouch.introduce_app)
-app.add_typer(_vouch.introduce_app, name="introduce")
+# `op intro ask`, `op introduce SUBJECT --to TARGET | list`, `op intros` (the gate's), and the
+# proposal and revocation verbs of vouch's in the same `op introduce` group
+_opintro.register(app)
+_vouch.register_vouch(_opintro.introduce_app)

@@ -202,7 +202,10 @@ def _once(check: TurnCheck, seconds: int, json_out: bool, *, listening: bool) ->
             problem = exc  # a relay that lies or fails: what was committed is still shown
 
     def render(items: list[dict[str, Any]]) -> str:
+        from muretai_cli.inbox.vouches import mark_requests
+
         events = [event_of(i) for i in items]
+        mark_requests([e for e in events if e["event"] == "message"])
         if not json_out:
             return "".join(line + "\n" for event in events for line in event_lines(event))
         doc: dict[str, Any] = {
@@ -238,9 +241,12 @@ def _follow(check: TurnCheck, json_out: bool, runner: OnMessage | None = None) -
     wake = Wake(runner, _exec_report(json_out)) if runner is not None else None
 
     def render(items: list[dict[str, Any]]) -> str:
+        from muretai_cli.inbox.vouches import mark_requests
+
         out = []
-        for item in items:
-            event = event_of(item)
+        events = [event_of(item) for item in items]
+        mark_requests([e for e in events if e["event"] == "message"])
+        for event in events:
             if json_out:
                 out.append(json_text({"ok": event["event"] != "refused", **event}, line=True))
             else:
@@ -337,7 +343,7 @@ def event_lines(event: dict[str, Any]) -> list[str]:
 def policy(
     ctx: typer.Context,
     value: Annotated[str | None, typer.Argument(
-        metavar="[open|quarantine|closed]", help="Set it; without a value, show it.",
+        metavar="[open|quarantine|closed|introduced]", help="Set it; without a value, show it.",
         show_default=False)] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -352,7 +358,7 @@ def policy(
     chosen = next((p for p in POLICIES if p == value), None)
     if value is not None and chosen is None:
         raise InputError("bad-policy", f"{safe(value, limit=40)!r} is not a policy",
-                         hint="use open, quarantine or closed")
+                         hint="use open, quarantine, closed or introduced")
     ident = op_identity(ctx)
     store = op_store(ctx)
     try:

@@ -18,6 +18,7 @@ from muretai_cli.cli._out import JsonOpt, note, say
 from muretai_cli.cli._text import safe, when
 from muretai_cli.cli._visitout import quoted
 from muretai_cli.errors import InputError
+from muretai_cli.inbox.vouches import mark_requests
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.store import IdentityStore
@@ -92,6 +93,7 @@ def inbox(
         m["from" if m["direction"] == "in" else "to"] = m["peer"]
         m["peerName"] = names.get(m["peer"])
         m["checkedOutOfBand"] = m["peer"] in checked
+    mark_requests(rows)
     if json_out:
         emit_json({"ok": True, "messages": rows})
         return
@@ -143,6 +145,7 @@ def _inbox_after(ctx: typer.Context, after: int, *, peer: str | None, context: s
     checked = checked_peers(ctx)
     entries = [{**e, "direction": "in", "fromName": names.get(e["from"]),
                 "checkedOutOfBand": e["from"] in checked} for e in page.entries]
+    mark_requests(entries)
     if json_out:
         emit_json({"ok": True, **page.to_json(), "entries": entries,
                    "timedOut": page.waited})
@@ -181,6 +184,11 @@ def message_lines(m: dict[str, Any]) -> list[str]:
         head += f"  {wba_text(m['wba'])}"
     if m.get("damaged"):
         head += f"  {DAMAGED}"
+    asked = m.get("introductionRequest")
+    if asked:
+        return [head, f"  introduction request: {safe(asked['from'], limit=120)} asks you to "
+                      f"introduce them to {safe(asked['for'], limit=120)}"
+                      + (" (their note follows)" if asked.get("note") is not None else "")]
     return [head, *quoted(m["text"], limit=2000)]
 
 
@@ -212,9 +220,34 @@ def _print_requests(rows: list[dict[str, Any]]) -> None:
         say(f"{r['id']}  {when(r['received'])}  {sender}  {r['status']}"
             + (f"  ({len(kept)} messages)" if len(kept) > 1 else "")
             + (f"  {DAMAGED}" if r.get("damaged") else ""))
+        for line in vouch_lines(r.get("vouch")):
+            say(line)
         for message in kept:
             for line in quoted(message["text"], limit=500):
                 say(line)
+
+
+def vouch_lines(vouch: dict[str, Any] | None) -> list[str]:
+    """A held request's vouch for people (``op requests``): who vouches for whom, the trust
+    level, the expertise and the provenance; every value a peer wrote made inert."""
+    if not vouch:
+        return []
+    issuer = safe(vouch.get("issuer"), limit=120)
+    name = vouch.get("issuerName")
+    who = f"{safe(name, limit=60)} ({issuer})" if name else issuer
+    verdict = vouch.get("verdict")
+    standing = {"not-a-contact": f"vouched for by {who}, who is not your contact",
+                "pending": f"vouched for by {who}; the proposal awaits your review"
+                }.get(str(verdict), f"vouched for by {who}")
+    how = "proactive" if vouch.get("provenance") == "proactive" else \
+        f"requested by {safe(vouch.get('subject'), limit=120)} on {when(vouch.get('requestedAt'))}"
+    skills = ", ".join(safe(e, limit=80) for e in vouch.get("expertise") or []) or "-"
+    bp = vouch.get("trustLevelBp")
+    level = f"{bp / 1000:g}" if isinstance(bp, int) else "?"
+    return [f"  {standing}",
+            f"  introduces {safe(vouch.get('subject'), limit=120)} to "
+            f"{safe(vouch.get('introducedTo'), limit=120)}; trust {level}; expertise {skills}; "
+            f"{how}; until {safe(vouch.get('validUntil'), limit=40)}"]
 
 
 def _named(row: dict[str, Any]) -> dict[str, Any]:

@@ -183,13 +183,24 @@ def dm(
                     max_bytes=max_bytes, pins=PinStore(), trust=TrustList(), signer=signer,
                     message_key=ident.message_key(), name=ident.name)
 
+    from muretai_cli.visit.introduce import first_contact
+
+    # A first DM to someone an introducer vouched us to carries the credential (metadata.vc)
+    # and, when nothing else says how to reach them, goes where the gift said.
+    first = first_contact(store, sender, did, sender.now,
+                          routed=bool(connect or card_url or relay))
+    if first is not None:
+        note(f"attaching the introduction {safe(first.credential_id, limit=80)}")
+        card_url, relay = card_url or first.card_url, relay or first.relay_url
+
     def run() -> None:
         from muretai_cli.cli import _opreply
 
         after = store.latest_seq() if wait_reply else 0  # the reply's cursor: before it goes
         with progress(f"sending to {did}"):
             report = send_dm(sender, did, text, connect=grant_or_url, card_url=card_url,
-                             relay_url=relay, context_id=context, reply_to=reply_to)
+                             relay_url=relay, context_id=context, reply_to=reply_to,
+                             extra_metadata=first.metadata if first is not None else None)
         if not wait_reply:
             _render_send(report, json_out)
             return

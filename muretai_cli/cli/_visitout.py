@@ -262,7 +262,7 @@ def peer_refusal_lines(data: dict[str, Any]) -> list[str]:
             line += f" (reason: {safe(gate['reason'], limit=100)})"
         lines.append(line)
         if isinstance(gate, dict):
-            for key in ("message", "agentHint", "requestId"):
+            for key in ("message", "agentHint", "requestId", "remedy"):
                 if key in gate:
                     lines.append(f"  {key} (untrusted): {safe(gate[key], limit=500)}")
     if "retryAfter" in data:

@@ -41,7 +41,8 @@ class DoorConfig:
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise InputError("bad-policy", f"--dm-policy {str(self.policy)[:40]!r} is not a "
-                                           "policy", hint="use open, quarantine or closed")
+                                           "policy",
+                             hint="use open, quarantine, closed or introduced")
         for name, value in (("--rate-per-sender", self.rate_per_sender),
                             ("--rate-total", self.rate_total),
                             ("--max-connections", self.max_connections),

@@ -27,6 +27,7 @@ from muretai_cli.inbox.arrival import DOOR_WINDOW, Arrival, read_message
 from muretai_cli.inbox.ladder import Code, RpcError
 from muretai_cli.inbox.store import IdentityStore, Limits
 from muretai_cli.inbox.store.keystate_pins import KeyStatePinStore
+from muretai_cli.inbox.vouches import VouchBook
 from muretai_cli.transport.rate import RateLimits
 
 if TYPE_CHECKING:
@@ -88,6 +89,10 @@ class Door:
         self.config = config
         self.store = store
         self.pins = KeyStatePinStore(store.db)  # what each sender's KeyState was, kept
+        from muretai_cli.inbox.revocations import vouch_book
+
+        # The trust gate's proposals and revocations; issuers' lists fetched on a thread.
+        self.vouches: VouchBook = vouch_book(store, key.did, background=True)
         self.clock = clock
         # On a store that takes several connections (PostgreSQL), POSTs from the event loop
         # look up and commit in group commits, and the rest of their store calls run on
@@ -281,15 +286,16 @@ class Door:
             reply_to=None if hint is None else await io.call(
                 lambda: proved_reply_to(store, self.did, arrival, hint)))
         policy = self.config.policy
-        if consent.consults_store(policy, status):
+        if consent.consults_store(policy, status, admitted):
             if limits:  # counted before a hold: a flood of strangers is limited too
                 self._refuse_rate(await io.take_rate(store, limits, now))
                 limits = []
             await io.call(lambda: consent.judge(store, policy, admitted, status, now,
-                                                gate=self._gate))
+                                                gate=self._gate, book=self.vouches))
         else:
             try:
-                consent.judge(store, policy, admitted, status, now, gate=self._gate)
+                consent.judge(store, policy, admitted, status, now, gate=self._gate,
+                              book=self.vouches)
             except RpcError:  # a refusal is counted too, as every verified request is
                 if limits:
                     self._refuse_rate(await io.take_rate(store, limits, now))

@@ -96,6 +96,12 @@ class Arrival:
     signed_timestamp: float | str | None = None
     # The KeyState attached as ``metadata.keystate`` (unverified; ``verify`` judges it).
     keystate: Any = None
+    # A first contact's introduction (``metadata.vc``) and a gifted one (``metadata.held_vc``)
+    # with the reach it names (door url, relay, enc_pub): JSON objects within
+    # ``MAX_VC_CHARS``, unverified (``consent`` judges them).
+    vc: Any = None
+    held_vc: Any = None
+    held_reach: tuple[str | None, str | None, str | None] = (None, None, None)
 
     def __post_init__(self) -> None:
         for name in ("sender", "message_id", "text", "to", "sig"):
@@ -107,6 +113,13 @@ class Arrival:
             raise TypeError("an Arrival's timestamp is an integer")
         if self.channel not in _CHANNELS:
             raise TypeError(f"an Arrival's channel is one of {_CHANNELS}")
+        for name in ("vc", "held_vc"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), Mapping):
+                raise TypeError(f"an Arrival's {name} is a JSON object or None")
+        if len(self.held_reach) != 3:
+            raise TypeError("an Arrival's held_reach is (url, relay, enc_pub)")
+        for part in self.held_reach:
+            _text("held_reach", part, optional=True)
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Arrival:
@@ -199,8 +212,13 @@ def read_message(params: dict[str, Any], *, me: str, now: int, window: Window,
     ladder.text_size(env["text"])
     arrival = read_envelope(env, me=me, now=now, window=window,
                             terms=terms if terms is not None else {}, signer=signer)
+    vc = _credential(env["vc"], strict=True)
+    held = _credential(env["heldVc"], strict=False)
+    reach = tuple(v if held is not None and isinstance(v, str) and 0 < len(v) <= _MAX_REACH
+                  else None for v in env["heldReach"])
     return replace(arrival, relay=env["relay"], reply_hint=env["replyTo"],
-                   keystate=env["keystate"])
+                   keystate=env["keystate"], vc=vc, held_vc=held,
+                   held_reach=(reach[0], reach[1], reach[2]))
 
 
 def read_envelope(env: Mapping[str, Any], *, me: str, now: int, window: Window,
@@ -223,3 +241,30 @@ def read_envelope(env: Mapping[str, Any], *, me: str, now: int, window: Window,
     return Arrival(fields["contextId"], fields["from"], fields["messageId"], fields["text"],
                    stamp, fields["to"], env["sig"],
                    signed_timestamp=None if type(raw) is int else raw)
+
+
+_MAX_REACH = 2048  # characters of a gifted reach (a URL, an enc_pub)
+
+
+def _credential(value: object, *, strict: bool) -> Mapping[str, Any] | None:
+    """A carried credential, bounded: a JSON object of at most ``MAX_VC_CHARS`` characters.
+    ``strict`` (``metadata.vc``, what the gate judges): anything else is refused as an
+    invalid introduction; otherwise (a gift) it is dropped."""
+    import json
+
+    from muretai_cli.seam import MAX_VC_CHARS
+
+    if value is None:
+        return None
+    reason = None
+    if not isinstance(value, dict):
+        reason = "vc-not-an-object"
+    elif len(json.dumps(value, ensure_ascii=False, separators=(",", ":"))) > MAX_VC_CHARS:
+        reason = "vc-too-large"
+    if reason is None:
+        return value  # type: ignore[return-value]
+    if strict:
+        raise RpcError(Code.INTRODUCTION_INVALID, reason,
+                       detail="the introduction the message carries is not a credential of "
+                              f"at most {MAX_VC_CHARS} characters")
+    return None

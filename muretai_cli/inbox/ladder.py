@@ -39,6 +39,10 @@ class Code(IntEnum):
     TEXT_TOO_LARGE = -32005
     INTRODUCTION_REQUIRED = -32010
     GRANT_REFUSED = -32011
+    # An introduction that is broken, retargeted, expired, replayed or revoked: the public
+    # contract's -32011 ("invalid or revoked"), the same number as a refused grant.
+    INTRODUCTION_INVALID = -32011
+    ISSUER_NOT_TRUSTED = -32013  # a valid introduction whose issuer is not the owner's contact
     AWAITING_APPROVAL = -32014
     CANNOT_VERIFY = -32006  # a number hazard: the signer's bytes cannot be reproduced
     KEYSTATE_REFUSED = -32041  # the attached KeyState (the seam's code)
@@ -57,6 +61,7 @@ MESSAGES: dict[int, str] = {
     Code.TEXT_TOO_LARGE: "Message text too large",
     Code.INTRODUCTION_REQUIRED: "Introduction required",
     Code.GRANT_REFUSED: "Contact grant refused",
+    Code.ISSUER_NOT_TRUSTED: "Issuer not trusted",
     Code.AWAITING_APPROVAL: "Awaiting approval",
     Code.CANNOT_VERIFY: "Cannot verify this signature",
     Code.KEYSTATE_REFUSED: "KeyState refused",
@@ -179,7 +184,10 @@ def a2a_message(params: dict[str, Any]) -> dict[str, Any]:
     return {"contextId": ctx, "from": meta.get("from"), "messageId": mid, "text": text,
             "timestamp": meta.get("timestamp"), "to": meta.get("to"), "sig": meta.get("sig"),
             "relay": _relay_hint(meta.get("relay")), "replyTo": _id_hint(meta.get("replyTo")),
-            "keystate": meta.get("keystate")}
+            "keystate": meta.get("keystate"), "vc": meta.get("vc"),
+            "heldVc": meta.get("held_vc"),
+            "heldReach": tuple(meta.get(k) for k in ("held_vc_url", "held_vc_relay",
+                                                     "held_vc_enc_pub"))}
 
 
 def _relay_hint(value: object) -> str | None:

@@ -301,9 +301,11 @@ def rpc_code(reason: str) -> Code:
 # -- what the gate and `introduce list` call -----------------------------------------------
 
 def on_proposal_approved(store: IdentityStore, credential_id: str) -> None:
-    """Called once the owner approved the proposal of ``credential_id``: a no-op here; the
-    gate points it at "admit the held first contacts vouched by this credential"."""
-    del store, credential_id
+    """Called once the owner approved the proposal of ``credential_id``: the held first
+    contacts vouched by this credential are admitted (``IdentityStore.admit_vouched``)."""
+    import time
+
+    store.admit_vouched(credential_id, int(time.time()))
 
 
 def responses_for(store: IdentityStore) -> dict[str, Decision]:

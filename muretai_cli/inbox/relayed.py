@@ -19,6 +19,7 @@ from muretai_cli.inbox import consent, ladder
 from muretai_cli.inbox.arrival import Arrival, Window, read_message
 from muretai_cli.inbox.ladder import Code, RpcError
 from muretai_cli.inbox.store.keystate_pins import KeyStatePinStore
+from muretai_cli.inbox.vouches import NO_VOUCH_BOOK, VouchBook
 from muretai_cli.seam import CLOCK_SKEW, RELAYED_MAX_AGE
 
 if TYPE_CHECKING:
@@ -186,13 +187,15 @@ def check_deposit(key: SigningKey, *, sender: str, from_enc: str, blob: str,
 def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id: str,
             sender: str, from_enc: str, blob: str, now: int,
             gate: Callable[[str], dict[str, Any]] | None = None,
-            seen: bool | None = None, received: int | None = None) -> Received:
+            seen: bool | None = None, received: int | None = None,
+            book: VouchBook = NO_VOUCH_BOOK) -> Received:
     """Take one deposit in: commit it (inbox or held) or say why not. Never raises for
     what the deposit holds; a database failure is raised (never made a refusal: the
     caller commits nothing and acknowledges nothing, so the relay gives it again).
     ``seen``: whether the deposit is committed already, when the caller looked it up for
     a whole listen answer (``IdentityStore.deposits_seen``); None looks it up here.
-    ``received``: when the relay says it took the deposit (a claim is judged as of then)."""
+    ``received``: when the relay says it took the deposit (a claim is judged as of then).
+    ``book``: the trust gate's revocations and proposals (``inbox/vouches``)."""
     from muretai_cli.db import DatabaseUnavailable
 
     if store.deposit_seen(sender, deposit_id) if seen is None else seen:
@@ -221,7 +224,7 @@ def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id
                       reply_to=proved_reply_to(store, key.did, arrival, arrival.reply_hint))
     try:
         consent.admit(store, policy, relayed, status, now,
-                      gate=gate or (lambda rid: {"requestId": rid}))
+                      gate=gate or (lambda rid: {"requestId": rid}), book=book)
     except RpcError as exc:
         if exc.code == Code.AWAITING_APPROVAL and exc.data is not None:
             return Received("held", request_id=str(exc.data.get("requestId")))

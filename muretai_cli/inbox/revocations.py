@@ -33,9 +33,12 @@ from muretai_cli.seam._limits import (
     MAX_REVOCATIONS_BYTES,
     REVOCATION_CACHE_ENTRIES,
     REVOCATION_CACHE_SECONDS,
+    REVOCATION_FETCH_SECONDS,
 )
 
 if TYPE_CHECKING:
+    from muretai_cli.inbox.proposals import VouchBook
+    from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.net import SafeClient
 
 ClientFor = Callable[[float, int], "SafeClient"]
@@ -82,29 +85,52 @@ class RevocationChecker:
     def list_for(self, issuer: str, endpoint: str | None) -> RevocationList | None:
         """The issuer's verified list (from the cache while it is fresh), or None when
         none could be had (reported)."""
-        now = self.clock()
         entry = self._cache.get(issuer)
-        if entry is not None and now - entry.checked < self.max_age:
+        if self.is_fresh(entry):
             self._cache.move_to_end(issuer)
-            return entry.found
-        kept = entry.found if entry is not None else None
+            return entry.found if entry is not None else None
+        entry = self.fetched(issuer, endpoint, entry, relay=self.relay_for(issuer))
+        self.keep(issuer, entry)
+        return entry.found
+
+    def is_fresh(self, entry: _Entry | None) -> bool:
+        return entry is not None and self.clock() - entry.checked < self.max_age
+
+    def relay_for(self, issuer: str) -> str | None:
+        """The relay ``issuer`` is reached through (asked of the store: on the caller's
+        thread, never on a fetch's)."""
+        return self.relay_of(issuer) if self.relay_of is not None else None
+
+    def fetched(self, issuer: str, endpoint: str | None, old: _Entry | None, *,
+                relay: str | None) -> _Entry:
+        """The issuer's list fetched and verified now, as a cache entry: the list already
+        verified (``old``'s) is kept when the fetch fails or would roll it back."""
+        now = self.clock()
+        kept = old.found if old is not None else None
         try:
-            fresh = self._fetch(issuer, endpoint, int(now))
+            fresh = self._fetch(issuer, endpoint, int(now), relay)
             if kept is not None and fresh.iat < kept.iat:
                 raise Refused("rolled-back", "the list is older than one already verified")
-            entry = _Entry(now, fresh, None)
+            return _Entry(now, fresh, None)
         except MuretaiError as exc:
-            entry = _Entry(now, kept, exc.code)
             self.problems[issuer] = exc.code
             if self.on_problem is not None:
                 self.on_problem(issuer, exc.code)
+            return _Entry(now, kept, exc.code)
+
+    def keep(self, issuer: str, entry: _Entry) -> None:
+        """Cache ``entry`` as the issuer's newest, the least recently used dropped past
+        the bound."""
         self._cache[issuer] = entry
         self._cache.move_to_end(issuer)
         while len(self._cache) > self.max_entries:
             self._cache.popitem(last=False)
-        return entry.found
 
-    def _fetch(self, issuer: str, endpoint: str | None, now: int) -> RevocationList:
+    def entry(self, issuer: str) -> _Entry | None:
+        return self._cache.get(issuer)
+
+    def _fetch(self, issuer: str, endpoint: str | None, now: int,
+               relay: str | None) -> RevocationList:
         problem: MuretaiError = Refused("no-revocation-source", "the credential names no "
                                                                 "issuerEndpoint and the "
                                                                 "issuer no relay")
@@ -113,7 +139,6 @@ class RevocationChecker:
                 return self._from_door(issuer, endpoint, now)
             except MuretaiError as exc:
                 problem = exc
-        relay = self.relay_of(issuer) if self.relay_of is not None else None
         if relay:
             return self._from_relay(issuer, relay, now)
         raise problem
@@ -147,3 +172,62 @@ class RevocationChecker:
             raise Refused("no-revocation-list", "the issuer's relay card carries no "
                                                 "revocations")
         return verify_revocations(listed, issuer=issuer, now=now)
+
+
+
+class BackgroundRevocations:
+    """A ``RevocationChecker`` for a process that must not wait on the network while it
+    judges (the door, whose judging may run on its event loop): ``revoked`` answers from the
+    lists already verified, and an issuer whose list is missing or past the cache's age is
+    fetched again on a thread, one fetch per issuer at a time. Until an issuer's first list
+    arrives its credentials count as unrevoked (the problem reported), the rule an
+    unreachable issuer gets (docs/trust.md)."""
+
+    def __init__(self, checker: RevocationChecker) -> None:
+        import threading
+
+        self.checker = checker
+        self._lock = threading.Lock()
+        self._busy: set[str] = set()
+
+    def revoked(self, issuer: str, credential_id: str, endpoint: str | None) -> bool:
+        with self._lock:
+            entry = self.checker.entry(issuer)
+            if not self.checker.is_fresh(entry) and issuer not in self._busy:
+                self._busy.add(issuer)
+                self._refresh(issuer, endpoint, entry, self.checker.relay_for(issuer))
+        found = entry.found if entry is not None else None
+        return found is not None and credential_id in found.revoked
+
+    def _refresh(self, issuer: str, endpoint: str | None, old: _Entry | None,
+                 relay: str | None) -> None:
+        import threading
+
+        def fetch() -> None:
+            try:
+                entry = self.checker.fetched(issuer, endpoint, old, relay=relay)
+                with self._lock:
+                    self.checker.keep(issuer, entry)
+            finally:
+                with self._lock:
+                    self._busy.discard(issuer)
+
+        threading.Thread(target=fetch, name="revocations", daemon=True).start()
+
+
+def safe_client(seconds: float, max_bytes: int) -> SafeClient:
+    """The project's safe HTTP client (public addresses only), for fetching a list."""
+    from muretai_cli.net import SafeClient
+
+    return SafeClient(timeout=seconds, max_bytes=max_bytes)
+
+
+def vouch_book(store: IdentityStore, me: str, *, background: bool) -> VouchBook:
+    """The gate's ``VouchBook`` for one identity: its proposals' reviews, its own
+    revocations, and its issuers' published lists (fetched on a thread when ``background``:
+    the door; else waited for: a drain)."""
+    from muretai_cli.inbox.proposals import VouchBook
+
+    checker = RevocationChecker(safe_client, relay_of=store.peer_relay,
+                                timeout=REVOCATION_FETCH_SECONDS)
+    return VouchBook(store, me, BackgroundRevocations(checker) if background else checker)

@@ -13,7 +13,10 @@ from muretai_cli.errors import MuretaiError
 
 # A local server has no page: its gates name this origin (the Conventions want an https one).
 LOCAL_ORIGIN = "https://localhost"
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# (and the bidi marks and zero-width characters that hide or reorder text: U+061C, U+200B,
+# U+200E/F, U+2060-2064, U+FEFF)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029"
+                      r"\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
 def clean(value: Any) -> Any:

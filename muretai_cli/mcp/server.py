@@ -132,7 +132,11 @@ class Tools:
                                   limit=count)
         finally:
             store.close()
-        return ok(**page.to_json(), timedOut=page.waited)
+        from muretai_cli.inbox.vouches import mark_requests
+
+        doc = page.to_json()
+        mark_requests(doc["entries"])  # an introduction request shown as one
+        return ok(**doc, timedOut=page.waited)
 
     def requests_list(self) -> dict[str, Any]:
         store = self.store()

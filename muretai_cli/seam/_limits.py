@@ -46,6 +46,7 @@ MAX_HEADER_CHARS = 8192  # characters of a Signature / Signature-Input header
 MAX_DIRECTORY_BYTES = 65536  # bytes of a Web Bot Auth key directory
 MAX_BODY = 1024 * 1024  # bytes of one JSON-RPC request a door reads
 MAX_TEXT = 64 * 1024  # UTF-8 bytes of a message's text
+MAX_VC_CHARS = 32 * 1024  # characters of one credential a message carries (metadata.vc, held_vc)
 
 # -- introductions: proposals and revocations (ours: docs/trust.md) ----------------------
 # A proposal is held for its target's review; an introducer may have this many pending at
@@ -59,6 +60,7 @@ MAX_REVOKED = 4096  # ids in one issuer's revocation list
 # A checker caches issuers' lists: at most this many issuers, each for at most this long.
 REVOCATION_CACHE_ENTRIES = 256
 REVOCATION_CACHE_SECONDS = 300
+REVOCATION_FETCH_SECONDS = 5  # the longest one fetch of an issuer's list may take
 MAX_REVOCATIONS_BYTES = 512 * 1024  # bytes of one fetched revocation list
 
 # -- contacts ----------------------------------------------------------------------------

@@ -9,5 +9,5 @@ lazily, so offline checks never import httpx). ``visit`` never imports ``door``.
 """
 
 # The room's public surface: its modules (each imported on first use, never here).
-__all__ = ["card", "dm", "handoff", "join", "offline", "probe", "relay", "remedies",
-           "replies", "send", "signposts", "turn", "vouch", "wba"]
+__all__ = ["card", "dm", "handoff", "introduce", "join", "offline", "probe", "relay",
+           "remedies", "replies", "send", "signposts", "turn", "vouch", "wba"]

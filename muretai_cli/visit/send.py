@@ -128,19 +128,22 @@ class Sender:
 def send_dm(sender: Sender, to_did: str, text: str, *,
             connect: str | Mapping[str, Any] | None = None, card_url: str | None = None,
             relay_url: str | None = None, context_id: str | None = None,
-            reply_to: str | None = None) -> SendReport:
-    """Route, send and record one signed DM; see the module's docstring."""
+            reply_to: str | None = None,
+            extra_metadata: Mapping[str, Any] | None = None) -> SendReport:
+    """Route, send and record one signed DM; see the module's docstring. ``extra_metadata``
+    rides beside the signed fields (unsigned: an introduction's ``vc``, a gift's ``held_vc``)."""
     from dataclasses import replace
 
     report = _send(sender, to_did, text, connect=connect, card_url=card_url,
-                   relay_url=relay_url, context_id=context_id, reply_to=reply_to)
+                   relay_url=relay_url, context_id=context_id, reply_to=reply_to,
+                   extra_metadata=extra_metadata)
     return replace(report, to_name=sender.book.name_of(report.to))
 
 
 def _send(sender: Sender, to_did: str, text: str, *,
           connect: str | Mapping[str, Any] | None, card_url: str | None,
-          relay_url: str | None, context_id: str | None, reply_to: str | None
-          ) -> SendReport:
+          relay_url: str | None, context_id: str | None, reply_to: str | None,
+          extra_metadata: Mapping[str, Any] | None = None) -> SendReport:
     if not text:
         raise InputError("empty-message", "the message is empty")
     if to_did == sender.key.did:
@@ -161,7 +164,9 @@ def _send(sender: Sender, to_did: str, text: str, *,
         return SendReport("held", to_did, pending["channel"], pending["messageId"],
                           pending["contextId"], "", pending["replyTo"], pending["requestId"],
                           route="pending", already_held=True, reasons=reasons)
-    metadata = {"relay": sender.my_relay} if sender.my_relay else None
+    metadata: dict[str, Any] | None = {"relay": sender.my_relay} if sender.my_relay else None
+    if extra_metadata:
+        metadata = {**(metadata or {}), **extra_metadata}
     reasons += _reply_path(sender)
     way = route(sender, to_did, connect=connect, card_url=card_url, relay_url=relay_url)
     if way.target is not None:

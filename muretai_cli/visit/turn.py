@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.errors import MuretaiError, Refused
+from muretai_cli.inbox.vouches import VouchBook
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.consent import Policy
@@ -85,6 +86,10 @@ class TurnCheck:
         self.store = store
         self.relay = relay
         self.policy = policy
+        from muretai_cli.inbox.revocations import vouch_book
+
+        # Proposals and revocations (inbox/vouches): a drain waits for an issuer's list.
+        self.vouches: VouchBook = vouch_book(store, key.did, background=False)
         self.clock = clock
         self.epoch = new_epoch()
         self.claimant = claimant if claimant is not None else this_process()
@@ -107,7 +112,8 @@ class TurnCheck:
         try:
             return receive(self.store, self.key, self.policy, deposit_id=item.id,
                            sender=item.sender, from_enc=item.from_enc, blob=item.blob,
-                           now=now, seen=False, received=item.received).outcome
+                           now=now, seen=False, received=item.received,
+                           book=self.vouches).outcome
         except (DatabaseUnavailable, Conflict):
             raise  # the whole answer rolls back, nothing is acked: the relay gives it again
         except MuretaiError as exc:  # pragma: no cover - receive is total on its input

@@ -91,7 +91,7 @@ def test_join_by_door_then_dm_both_ways(relay: LiveRelay) -> None:
         assert code == 0, joined
         code, sent = j("op", "--as", "jo", "dm", door.did, "hello door")
         assert code == 0 and sent["state"] == "delivered", sent
-        assert sent["route"] == "contact" and sent["reply"]["verified"] is True
+        assert sent["route"] == "contact" and sent["receipt"]["verified"] is True
         code, sent = j("op", "--as", "ines", "dm", jo, "hello jo")
         assert code == 0 and sent["state"] == "queued" and sent["route"] == "contact", sent
     assert texts("jo") == ["hello jo"]

@@ -241,7 +241,7 @@ def test_invite_accept_takes_the_link_forms(shop: Live) -> None:
     async def https_form(rec: Recorder) -> None:
         joined = await rec.call("invite_accept", link=f"https://example.com/invitation#d={token}",
                                 message="hello, it is you")
-        assert joined["ok"] is True and joined["message"]["reply"]["verified"] is True, joined
+        assert joined["ok"] is True and joined["message"]["receipt"]["verified"] is True, joined
     serve("you", https_form)
 
     async def own_invite(rec: Recorder) -> None:

@@ -125,8 +125,19 @@ def test_a_second_turn_check_supersedes_the_first(tmp_path: Any) -> None:
         try:
             wait_until(lambda: relay.relay.store.epoch(me) is not None,
                        "the first listener has claimed its epoch", timeout=30)
-            second = run("op", "--as", "me", "turn-check", "--json")
-            assert second.exit_code == 0, second.stdout
+            # On this machine a second turn-check reads beside the holder (the listener
+            # lease); from another machine (another home holding the same key) it takes the
+            # relay's listener, and the first one is told it was superseded.
+            import shutil
+
+            from muretai_cli.home import home_dir
+
+            elsewhere = tmp_path / "elsewhere"
+            shutil.copytree(home_dir(), elsewhere)
+            second = subprocess.run([sys.executable, "-m", "muretai_cli", "op", "--as", "me",
+                                     "turn-check", "--json"], capture_output=True, timeout=60, check=False,
+                                    env={**os.environ, "MURETAI_HOME": str(elsewhere)})
+            assert second.returncode == 0, second.stdout
             out, err = first.communicate(timeout=40)
         finally:
             if first.poll() is None:

@@ -19,6 +19,7 @@ from muretai_cli.seam import SigningKey
 from tests.cli_helpers import run
 from tests.door_helpers import live_door
 from tests.relay_helpers import live_relay, relay_identities
+from tests.waiting import wait_until
 
 CAROL = SigningKey(bytes(range(1, 33)))
 HOSTILE = "fine\x1b[2J\u202eevil\u200b\nFORGED: approved"
@@ -46,6 +47,7 @@ def _client_for(seconds: float, max_bytes: int) -> SafeClient:
 def test_propose_review_and_answer_through_a_relay(tmp_path: Path) -> None:
     with live_relay(tmp_path / "relay.sqlite3") as relay:
         keys = relay_identities(relay, "alice", "bob")
+        published_at = int(time.time())  # the cards' envelopes: a newer one needs a later ts
         alice, bob = keys["alice"], keys["bob"]
         path, cid = _credential(tmp_path, alice, bob.did)
         sent = _j("op", "--as", "alice", "introduce", "propose", str(path), "--to", bob.did,
@@ -78,7 +80,9 @@ def test_propose_review_and_answer_through_a_relay(tmp_path: Path) -> None:
             store.close()
         # revoked, published on the relay card: a checker with no door finds it there
         assert _j("op", "--as", "alice", "introduce", "revoke", cid)["new"] is True
-        assert run("card", "publish", "--as", "alice").exit_code == 0
+        wait_until(lambda: int(time.time()) > published_at, "a second after the first card")
+        published = run("card", "publish", "--as", "alice")
+        assert published.exit_code == 0, published.stderr
         checker = RevocationChecker(_client_for, relay_of=lambda did: relay.url)
         assert checker.revoked(alice.did, cid, None)
         assert not checker.revoked(alice.did, "urn:uuid:other", None)

@@ -39,7 +39,7 @@ SURFACES: dict[str, list[str]] = {
              "keys_dir", "listener_holder", "listener_state",
              "open_to_others", "read_json_file", "valid_name", "write_json_file"],
     "inbox": ["arrival", "claims", "consent", "contacts", "invites", "ladder", "proposals",
-              "reader", "relayed", "revocations", "store"],
+              "reader", "relayed", "revocations", "store", "vouches"],
     "lint": ["KNOWN_ORIGINS", "LEVEL_NAMES", "MAX_RESULT_BYTES", "RULES", "SHAPES",
              "VISITOR_ONLY", "Finding", "HandoffFound", "LevelReport", "LevelStatus",
              "LintStream", "Manifest", "Mode", "RawResult", "ResultReader", "ResultReport",
@@ -57,7 +57,7 @@ SURFACES: dict[str, list[str]] = {
              "MAX_BLOB_CHARS",
              "MAX_BODY", "MAX_DEPTH", "MAX_DIRECTORY_BYTES", "MAX_DIRECTORY_LIFETIME",
              "MAX_HEADER_CHARS", "MAX_ID_LEN", "MAX_LINKED_DIDS", "MAX_REQUEST_LIFETIME",
-             "MAX_SAFE_INT", "MAX_SAME_ISSUER", "MAX_TEXT", "MAX_TOKEN_CHARS",
+             "MAX_SAFE_INT", "MAX_SAME_ISSUER", "MAX_TEXT", "MAX_TOKEN_CHARS", "MAX_VC_CHARS",
              "MESSAGE_WINDOW", "RELAYED_MAX_AGE", "REQUEST_WINDOW", "SIGNED_FIELDS",
              "SMALL_ORDER_ENCODINGS", "DomainLink", "Freshness", "SignedCard", "SigningKey",
              "authority_of", "b64decode_strict", "b64encode", "canonical_bytes",
@@ -78,8 +78,8 @@ SURFACES: dict[str, list[str]] = {
              "check_site", "domain_linkage", "domain_of", "site_base"],
     "transport": ["IDLE_SECONDS", "MAX_CONNECTIONS", "MAX_PER_CLIENT", "asgi", "binding",
                   "children", "rate", "serve", "server", "workers"],
-    "visit": ["card", "dm", "handoff", "join", "offline", "probe", "relay", "remedies",
-              "replies", "send", "signposts", "turn", "vouch", "wba"],
+    "visit": ["card", "dm", "handoff", "introduce", "join", "offline", "probe", "relay",
+              "remedies", "replies", "send", "signposts", "turn", "vouch", "wba"],
 }
 
 # Top to bottom; an import may only point to a lower layer (a room never imports one of its

@@ -54,6 +54,7 @@ class Decisions(StoreBase):
         for row in self.requests(all_=all_):
             key = (row["from"], row["status"], row["decided"])
             entry = grouped.setdefault(key, {**row, "messages": []})
+            entry["vouch"] = entry["vouch"] or row["vouch"]
             entry["messages"].append({k: row[k] for k in (
                 "messageId", "contextId", "text", "timestamp", "received", "damaged")})
             entry["damaged"] = entry["damaged"] or row["damaged"]
@@ -62,15 +63,18 @@ class Decisions(StoreBase):
     def requests(self, *, all_: bool = False) -> list[dict[str, Any]]:
         """Every message held (or, with ``all_``, decided), each its own row, oldest first."""
         rows = self.db.all(
-            "SELECT id, sender, message_id, context_id, text, sent, received, status, decided, "
-            "wba FROM requests WHERE status='held' OR ?=1 ORDER BY received, seq", (int(all_),))
+            "SELECT r.id, r.sender, r.message_id, r.context_id, r.text, r.sent, r.received, "
+            "r.status, r.decided, r.wba, v.vouch FROM requests r LEFT JOIN held_vouches v ON "
+            "v.request_id = r.id WHERE r.status='held' OR ?=1 ORDER BY r.received, r.seq",
+            (int(all_),))
         keys = ("id", "from", "messageId", "contextId", "text", "timestamp", "received",
-                "status", "decided", "wba")
+                "status", "decided", "wba", "vouch")
         from muretai_cli.db import damaged
 
         out = [{**dict(zip(keys, r, strict=True)), "damaged": damaged(r)} for r in rows]
         for item in out:
             item["wba"] = wba_of(item["wba"])
+            item["vouch"] = wba_of(item["vouch"])  # the same: stored JSON, or None
         return out
 
     def _held(self, tx: Tx, request_id: str) -> tuple[Any, ...]:

@@ -11,13 +11,14 @@ from muretai_cli.inbox.store.contacts import Contacts
 from muretai_cli.inbox.store.decisions import Decisions
 from muretai_cli.inbox.store.drained import Drained
 from muretai_cli.inbox.store.grants import Grants
+from muretai_cli.inbox.store.introductions import Introductions
 from muretai_cli.inbox.store.receipts import Receipts
 from muretai_cli.inbox.store.schema import door_schema
 
 __all__ = ["IdentityStore", "db_path", "door_namespace", "doors_dir", "open_identity_store"]
 
 
-class IdentityStore(Receipts, Decisions, Grants, Drained, Contacts):
+class IdentityStore(Receipts, Decisions, Grants, Drained, Contacts, Introductions):
     """One identity's state, on the database it is given (one owner: a loop or a command).
 
     ``IdentityStore(path)`` opens (creating or upgrading) a SQLite file;

@@ -152,11 +152,12 @@ class Receipts(Rates):
             tx.execute("UPDATE inbox SET reply=? WHERE sender=? AND message_id=? AND "
                        "channel='door'", (reply, sender, message_id))
 
-    def hold(self, arrival: Arrival, now: int) -> str | None:
+    def hold(self, arrival: Arrival, now: int, *, vouch: str | None = None) -> str | None:
         """Hold a message for the owner's decision; returns the sender's request id (the
         first held one: one request per stranger, whichever process held it), None for a
         replay. A sender awaiting a decision has its messages kept, each in its own row, in
-        order, up to ``HELD_PER_SENDER`` messages and ``HELD_PER_SENDER_CHARS`` characters
+        order (with ``vouch``, the gate's JSON verdict on its introduction), up to
+        ``HELD_PER_SENDER`` messages and ``HELD_PER_SENDER_CHARS`` characters
         of text; later ones are answered with the same request id and not kept (a relayed
         one is recorded refused, ``held-limit``). Approving or rejecting one decides them
         all. A new stranger past ``HELD_TOTAL`` / ``HELD_TOTAL_CHARS`` held in all is not
@@ -194,6 +195,9 @@ class Receipts(Rates):
                        (request_id, arrival.sender, arrival.message_id, arrival.context_id,
                         arrival.text, arrival.timestamp, now, arrival.sig, channel,
                         arrival.reply_to, arrival.relay, arrival.wba))
+            if vouch is not None:
+                tx.execute("INSERT INTO held_vouches (request_id, vouch) VALUES (?, ?)",
+                           (request_id, vouch))
             self._after_receipt(tx, arrival, "held", request_id, now)
             return str(first[0]) if first else request_id
 

@@ -171,6 +171,24 @@ CREATE TRIGGER inbox_in_order BEFORE INSERT ON inbox FOR EACH STATEMENT EXECUTE 
 """  # noqa: E501
 INBOX_LOCK_TAG = 0x6D736571  # "mseq": the first int4 of the inbox's lock key
 
+# Version 11 (issue 20): introductions (``introductions.py``, docs/trust.md): the vouch a held
+# request came with (``held_vouches``, by request id: JSON, the gate's verdict and the
+# credential's facts); the senders the gate admitted as introduced; credentials this identity
+# issued, and those it holds. Every statement can run again (a store rolled back by hand).
+INTRODUCTION_TABLES = """
+CREATE TABLE IF NOT EXISTS held_vouches (request_id TEXT PRIMARY KEY, vouch TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS introduced (
+  sender TEXT PRIMARY KEY, issuer TEXT NOT NULL, credential_id TEXT NOT NULL,
+  doc TEXT NOT NULL, at {int} NOT NULL);
+CREATE TABLE IF NOT EXISTS intros_issued (
+  id TEXT PRIMARY KEY, subject TEXT NOT NULL, target TEXT NOT NULL, mode TEXT NOT NULL,
+  doc TEXT NOT NULL, issued {int} NOT NULL, valid_until {int} NOT NULL);
+CREATE TABLE IF NOT EXISTS intros_held (
+  id TEXT PRIMARY KEY, issuer TEXT NOT NULL, target TEXT NOT NULL, doc TEXT NOT NULL,
+  url TEXT, relay TEXT, enc_pub TEXT, valid_until {int} NOT NULL, received {int} NOT NULL);
+CREATE INDEX IF NOT EXISTS intros_held_target ON intros_held (target, valid_until)
+"""
+
 
 # Version 10: the contact book (``contacts.py``): one row per peer (the owner's name for
 # it, how it is reached and where that came from) and each source it came by. The
@@ -201,6 +219,8 @@ def door_schema() -> Schema:
                                            "postgresql": _V9_INDEXES + ";" + _V9_PG_NOTIFY.replace(
                                                "{channel}", CHANGES_CHANNEL)},
                            _V10,  # Version 10 (issue 18): the contact book.
+                           # Version 11 (issue 20, the gate): introduced, issued, held.
+                           INTRODUCTION_TABLES,
                            # Version 12 (issue 20): introductions proposed, answered, revoked.
                            VOUCH_TABLES,
                            # Version 13 (issue 18 §1): inbox seqs committed in order.
