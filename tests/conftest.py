@@ -28,12 +28,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that uses the PostgreSQL server is marked ``pg``; slow end-to-end tests go
-    first, so parallel workers do not end the run waiting on one of them."""
+    """Every test that uses the PostgreSQL server is marked ``pg``; the longest tests go first,
+    then the slow end-to-end ones, so parallel workers do not end the run waiting on one."""
     for item in items:
         if "pg_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.pg)
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    items.sort(key=lambda item: (item.get_closest_marker("longest") is None,
+                                 item.get_closest_marker("slow") is None))
 
 
 @pytest.fixture(autouse=True)

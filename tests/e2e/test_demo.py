@@ -30,6 +30,7 @@ def _running_in(home: Path) -> list[str]:
     return found
 
 
+@pytest.mark.longest
 def test_demo_passes_end_to_end(tmp_path: Path) -> None:
     env = {**os.environ, "MURETAI_HOME": str(tmp_path / "unused"), "NO_COLOR": "1"}
     pg = os.environ.get("MURETAI_TEST_PG")  # ./dev demo passes one when PostgreSQL is here
