@@ -76,7 +76,11 @@ def test_demo_passes_end_to_end(tmp_path: Path) -> None:
         rows: list[dict[str, object]] = json.loads(out.stdout)["messages"]
         return rows
 
-    answer = [m for m in view("alice") if m["direction"] == "in"]
+    # (alice is also an introducer in the demo: carol's request and its note reach her too)
+    shop = subprocess.run([sys.executable, "-m", "muretai_cli", "id", "show", "shop", "--json"],
+                          capture_output=True, text=True, env=env, check=False)
+    answer = [m for m in view("alice") if m["direction"] == "in"
+              and m["from"] == json.loads(shop.stdout)["did"]]
     assert [(m["text"], m["channel"]) for m in answer] == [
         ("Friday 10:00 is booked. See you then!", "relay")]
     sent = {m["messageId"]: m["text"] for m in view("alice") if m["direction"] == "out"}
@@ -101,8 +105,9 @@ def test_demo_passes_end_to_end(tmp_path: Path) -> None:
     assert [(c["did"], c["how"]) for c in run_json("invite", "contacts", "--as", "bob")[
         "contacts"]] == [(carol, "joined-invite")]
     assert run_json("op", "--as", "carol", "policy")["policy"] == "quarantine"
-    assert [(m["from"], m["text"]) for m in view("carol") if m["direction"] == "in"] == [
-        (bob, "Lunch on Thursday?")]
+    # (carol's other mail is alice's gift of an introduction: the demo's trust part)
+    assert [(m["from"], m["text"]) for m in view("carol")
+            if m["direction"] == "in" and m["from"] == bob] == [(bob, "Lunch on Thursday?")]
     assert "honoured the claim of" in proc.stdout
 
 
