@@ -39,6 +39,7 @@ from muretai_cli.seam import (
     CLOCK_SKEW,
     INTRO_REQUEST_WINDOW,
     MAX_ID_LEN,
+    MAX_SAFE_INT,
     SigningKey,
     canonical_bytes,
     check_signed_fields,
@@ -237,10 +238,16 @@ def check_request(record: object, *, subject: str, introducer: str, anchor: floa
 
     if not isinstance(record, Mapping):
         raise Refused("bad-provenance", "the embedded request is not a JSON object")
+    plain = _plain_request(record)
     try:
-        fields = six_fields(record)
-        signer = resolve_op_did(fields["from"], record.get("keystate"), None, now=now).op_did
-        check_signed_fields(fields, record.get("sig"), signer=signer)
+        if plain is not None:  # no keystate: the signer is ``from`` itself, as resolved
+            fields, payload = plain
+            verify_signature(fields["from"], payload, record["sig"])
+        else:
+            fields = six_fields(record)
+            signer = resolve_op_did(fields["from"], record.get("keystate"), None,
+                                    now=now).op_did
+            check_signed_fields(fields, record.get("sig"), signer=signer)
     except MuretaiError as exc:
         raise Refused("bad-provenance", f"the embedded request does not verify "
                                         f"({exc.code}: {exc.detail})") from None
@@ -422,6 +429,35 @@ def _common_request(request: Any) -> str:
             + e(request["from"]) + ',"messageId":' + e(request["messageId"]) + ',"sig":'
             + e(request["sig"]) + ',"text":' + e(request["text"]) + ',"timestamp":'
             + int.__repr__(stamp) + ',"to":' + e(request["to"]) + "}")
+
+
+def _plain_request(record: Mapping[str, Any]) -> tuple[dict[str, Any], bytes] | None:
+    """For an embedded request of the common shape -- a plain dict of exactly the six signed
+    fields and ``sig``, each of a type ``six_fields`` accepts as it is (str; an int
+    timestamp within range; contextId null or a str; a messageId of 1..MAX_ID_LEN) -- its
+    six fields and their canonical bytes (``canonical_bytes(six_fields(record))``, the same
+    bytes), spelled straight from the values as ``_common_request`` spells them. None for
+    any other shape (a keystate, a float or string timestamp, a str subclass, a lone
+    surrogate...), which takes the general path and its named reasons."""
+    if type(record) is not dict or len(record) != _REQUEST_KEYS or "sig" not in record:
+        return None
+    context, sender, mid = record.get("contextId"), record.get("from"), record.get("messageId")
+    text, stamp, to = record.get("text"), record.get("timestamp"), record.get("to")
+    if type(sender) is not str or type(to) is not str or type(mid) is not str \
+            or type(text) is not str or (context is not None and type(context) is not str) \
+            or type(stamp) is not int or not mid or len(mid) > MAX_ID_LEN \
+            or not -MAX_SAFE_INT <= stamp <= MAX_SAFE_INT or "contextId" not in record:
+        return None
+    e = encode_basestring
+    spelled = ('{"contextId":' + ("null" if context is None else e(context)) + ',"from":'
+               + e(sender) + ',"messageId":' + e(mid) + ',"text":' + e(text)
+               + ',"timestamp":' + int.__repr__(stamp) + ',"to":' + e(to) + "}")
+    try:
+        payload = spelled.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: canonical_bytes names it
+        return None
+    return ({"contextId": context, "from": sender, "messageId": mid, "text": text,
+             "timestamp": stamp, "to": to}, payload)
 
 
 def _check_expertise(expertise: list[Any]) -> None:

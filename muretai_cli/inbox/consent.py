@@ -60,9 +60,14 @@ def is_contact(store: IdentityStore, did: str, now: int) -> bool:
     allowed or approved sender, a sender with a valid connection (a redeemed grant), a
     contact an invite made, or a peer this identity wrote to first. The one place the gate
     asks; a blocked DID is never a contact."""
+    return _is_contact(store, did, now, store.sender_status(did))
+
+
+def _is_contact(store: IdentityStore, did: str, now: int, status: str | None) -> bool:
+    """``is_contact`` for a DID whose sender ``status`` the caller has just read (the gate
+    reads an issuer's once, for the block check and this alike)."""
     from muretai_cli.inbox.invites import InviteStore
 
-    status = store.sender_status(did)
     if status == "blocked":
         return False
     if status in ("allowed", "approved") or store.wrote_to(did):
@@ -204,14 +209,15 @@ def _vouch(store: IdentityStore, arrival: Arrival, now: int, book: VouchBook) ->
     expired, replayed, revoked, declined) or ``ISSUER_NOT_TRUSTED`` (a blocked issuer)."""
     intro = verified(arrival.vc, subject=arrival.sender, recipient=arrival.to, now=now,
                      book=book)
-    if store.sender_status(intro.issuer) == "blocked":
+    issuer_status = store.sender_status(intro.issuer)
+    if issuer_status == "blocked":
         raise RpcError(Code.ISSUER_NOT_TRUSTED, "issuer-blocked")
     review = book.proposal(intro.id)
     if review == "declined":
         raise RpcError(Code.INTRODUCTION_INVALID, "introduction-declined")
     # A contact's vouch opens the door by itself: a proposal of it still pending review holds
     # only what a stranger vouches for (the owner reviews the issuer along with the vouch).
-    if review == "approved" or is_contact(store, intro.issuer, now):
+    if review == "approved" or _is_contact(store, intro.issuer, now, issuer_status):
         return Vouch(intro, "introduced")
     if review == "pending":
         return Vouch(intro, "pending")

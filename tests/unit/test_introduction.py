@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 from muretai_cli.artifacts.introduction import (
     Introduction,
+    _plain_request,
     _unsigned_bytes,
+    check_request,
     mint_introduction,
     mint_request,
     signing_payload,
@@ -26,7 +28,7 @@ from muretai_cli.artifacts.introduction import (
     verify_introduction,
 )
 from muretai_cli.errors import Refused
-from muretai_cli.seam import parse_document
+from muretai_cli.seam import canonical_bytes, parse_document, six_fields
 from tests.intro_recipe import (
     ALICE,
     BOB,
@@ -342,3 +344,70 @@ def test_the_signed_bytes_of_any_other_shape_are_the_canonical_bytes_too(change:
         assert caught.value.code == "lone-surrogate"
         return
     assert _unsigned_bytes(vc) == signing_payload(vc)
+
+
+# -- an embedded request's signed bytes: the common shape spelled directly, byte for byte --
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.none(), _text), _text, st.text(min_size=1, max_size=12), _text,
+       st.integers(-2**53 + 1, 2**53 - 1), _text)
+def test_the_signed_bytes_of_a_plain_request_are_the_canonical_bytes(
+        context: str | None, sender: str, mid: str, text: str, stamp: int, to: str) -> None:
+    record = {"contextId": context, "from": sender, "messageId": mid, "text": text,
+              "timestamp": stamp, "to": to, "sig": "x"}
+    plain = _plain_request(record)
+    assert plain is not None  # the common shape takes the fast path...
+    fields, payload = plain
+    assert fields == six_fields(record)  # ...and yields exactly the general path's fields
+    assert payload == canonical_bytes(six_fields(record))  # and bytes
+
+
+@pytest.mark.parametrize("change", ["keystate", "float stamp", "bool stamp", "string stamp",
+                                    "huge stamp", "empty id", "str subclass", "no contextId",
+                                    "lone surrogate", "no sig"])
+def test_any_other_request_takes_the_general_path(change: str) -> None:
+    record: dict[str, Any] = dict(requested()["provenance"]["request"])
+
+    class Str(str):
+        pass
+
+    if change == "keystate":
+        record.pop("contextId")
+        record["keystate"] = {"epoch": 1}
+    elif change == "float stamp":
+        record["timestamp"] = 1.5
+    elif change == "bool stamp":
+        record["timestamp"] = True
+    elif change == "string stamp":
+        record["timestamp"] = "1700000000"
+    elif change == "huge stamp":
+        record["timestamp"] = 2**53
+    elif change == "empty id":
+        record["messageId"] = ""
+    elif change == "str subclass":
+        record["text"] = Str(record["text"])
+    elif change == "no contextId":
+        record.pop("contextId")
+        record["other"] = 1
+    elif change == "lone surrogate":
+        record["text"] = "\ud800"
+    elif change == "no sig":
+        record.pop("sig")
+        record["other"] = 1
+    assert _plain_request(record) is None
+
+
+def test_a_plain_request_is_verified_on_the_fast_path_as_on_the_general_one() -> None:
+    record = dict(requested()["provenance"]["request"])
+    assert _plain_request(record) is not None
+    got = check_request(record, subject=CAROL.did, introducer=ALICE.did, anchor=NOW - 60,
+                        now=NOW)
+    assert got.subject == CAROL.did and got.target == BOB.did
+    for key, value in (("text", record["text"] + " "), ("timestamp", record["timestamp"] + 1),
+                       ("contextId", "c-other"), ("sig", "A" * 86 + "==")):
+        forged = {**record, key: value}
+        assert _plain_request(forged) is not None
+        with pytest.raises(Refused) as caught:
+            check_request(forged, subject=CAROL.did, introducer=ALICE.did, anchor=NOW - 60,
+                          now=NOW)
+        assert caught.value.code == "bad-provenance"
