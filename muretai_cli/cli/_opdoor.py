@@ -133,16 +133,18 @@ def _inbox_after(ctx: typer.Context, after: int, *, peer: str | None, context: s
     try:
         if peer is not None:
             peer = did_option(peer, "--peer", store=store)
+        # What the answer is rendered with is read before a wait, so that a waiter's answer
+        # leaves as soon as the entry is committed (the owner's names, the checked peers).
+        names = _names(store)
+        checked = checked_peers(ctx)
         if seconds is None:
             page = read_after(store, after, peer=peer, context=context, reply_to=reply_to,
                               limit=limit)
         else:
             page = wait_after(store, after, peer=peer, context=context, reply_to=reply_to,
                               limit=limit, timeout=seconds)
-        names = _names(store)
     finally:
         store.close()
-    checked = checked_peers(ctx)
     entries = [{**e, "direction": "in", "fromName": names.get(e["from"]),
                 "checkedOutOfBand": e["from"] in checked} for e in page.entries]
     mark_requests(entries)
