@@ -158,7 +158,6 @@ def publish(
     from muretai_cli.cli._acting import load_identity
     from muretai_cli.cli._durations import parse_seconds
     from muretai_cli.home import Profiles
-    from muretai_cli.seam import sign_card_envelope
     from muretai_cli.urls import parse_base_url
     from muretai_cli.visit.relay import RelayClient
 
@@ -174,10 +173,9 @@ def publish(
     from muretai_cli.cli._vouch import relay_card_revocations
 
     card.update(relay_card_revocations(ident, key, int(time.time())))
-    envelope = sign_card_envelope(key, card, int(time.time()))
     client = RelayClient(relay, client_for, timeout=parse_seconds(timeout))
     with progress(f"publishing to {relay}"):
-        client.publish(envelope)
+        envelope = client.publish_signed(key, card, int(time.time()))
     if json_out:
         emit_json({"ok": True, "did": key.did, "relay": relay, "card": card,
                    "ts": envelope["ts"]})

@@ -199,6 +199,29 @@ class RelayClient:
         """POST a signed card envelope (the relay verifies it; we verified it first)."""
         self._answer(self._post("/card", envelope), "a card")
 
+    def publish_signed(self, key: SigningKey, card: dict[str, Any], now: int
+                       ) -> dict[str, Any]:
+        """Sign ``card`` at ``now`` and publish it; returns the envelope published. A relay
+        keeps only a strictly newer envelope, so a card published again within the same
+        second (a revocation, then ``card publish``) is signed once more just after the one
+        the relay holds, when that one is this key's and not beyond the clock's skew."""
+        from muretai_cli.errors import MuretaiError
+        from muretai_cli.seam import CLOCK_SKEW, sign_card_envelope
+
+        envelope = sign_card_envelope(key, card, now)
+        try:
+            self.publish(envelope)
+            return envelope
+        except MuretaiError as exc:
+            if exc.code != "stale-card":
+                raise
+            held = self.card(key.did, now=now)
+            if not now <= held.ts < now + CLOCK_SKEW:
+                raise
+        envelope = sign_card_envelope(key, card, held.ts + 1)
+        self.publish(envelope)
+        return envelope
+
     def card(self, did: str, *, now: int) -> RelayCard:
         """The card the relay holds for ``did``, verified under ``did`` (never trusted)."""
         from muretai_cli.seam import verify_card_envelope
