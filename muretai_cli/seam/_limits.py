@@ -46,6 +46,8 @@ MAX_HEADER_CHARS = 8192  # characters of a Signature / Signature-Input header
 MAX_DIRECTORY_BYTES = 65536  # bytes of a Web Bot Auth key directory
 MAX_BODY = 1024 * 1024  # bytes of one JSON-RPC request a door reads
 MAX_TEXT = 64 * 1024  # UTF-8 bytes of a message's text
+# `card publish` again within this of the envelope a relay holds signs just after it.
+REPUBLISH_AHEAD = 5
 MAX_VC_CHARS = 32 * 1024  # characters of one credential a message carries (metadata.vc, held_vc)
 
 # -- introductions: proposals and revocations (ours: docs/trust.md) ----------------------

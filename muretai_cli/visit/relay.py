@@ -204,9 +204,12 @@ class RelayClient:
         """Sign ``card`` at ``now`` and publish it; returns the envelope published. A relay
         keeps only a strictly newer envelope, so a card published again within the same
         second (a revocation, then ``card publish``) is signed once more just after the one
-        the relay holds, when that one is this key's and not beyond the clock's skew."""
+        the relay holds, when that one is this key's and at most ``REPUBLISH_AHEAD`` ahead
+        (a card signed further ahead stays the relay's refusal: its clock, or someone with
+        this key, is ahead of ours)."""
         from muretai_cli.errors import MuretaiError
-        from muretai_cli.seam import CLOCK_SKEW, sign_card_envelope
+        from muretai_cli.seam import sign_card_envelope
+        from muretai_cli.seam._limits import REPUBLISH_AHEAD
 
         envelope = sign_card_envelope(key, card, now)
         try:
@@ -216,7 +219,7 @@ class RelayClient:
             if exc.code != "stale-card":
                 raise
             held = self.card(key.did, now=now)
-            if not now <= held.ts < now + CLOCK_SKEW:
+            if not now <= held.ts < now + REPUBLISH_AHEAD:
                 raise
         envelope = sign_card_envelope(key, card, held.ts + 1)
         self.publish(envelope)

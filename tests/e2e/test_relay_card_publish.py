@@ -10,7 +10,8 @@ import pytest
 
 from muretai_cli.errors import MuretaiError
 from muretai_cli.net import SafeClient
-from muretai_cli.seam import CLOCK_SKEW, SigningKey, sign_card_envelope
+from muretai_cli.seam import SigningKey, sign_card_envelope
+from muretai_cli.seam._limits import REPUBLISH_AHEAD
 from muretai_cli.visit.relay import RelayClient
 from tests.relay_helpers import live_relay
 
@@ -35,7 +36,7 @@ def test_a_second_publish_in_the_same_second_is_signed_just_after_the_held_one(
 
 
 def test_an_envelope_far_ahead_is_not_chased(tmp_path: Path) -> None:
-    """Held further ahead than the clock's skew: refused as stale, not signed past it."""
+    """Held further ahead than ``REPUBLISH_AHEAD``: refused as stale, not signed past it."""
     key = SigningKey.generate()
     with live_relay(tmp_path / "relay.sqlite3") as relay:
         client = RelayClient(relay.url, _client)
@@ -44,5 +45,5 @@ def test_an_envelope_far_ahead_is_not_chased(tmp_path: Path) -> None:
         now = int(time.time())
         client.publish(sign_card_envelope(key, card, now + 200))
         with pytest.raises(MuretaiError) as refused:
-            client.publish_signed(key, card, now - CLOCK_SKEW)
+            client.publish_signed(key, card, now + 200 - REPUBLISH_AHEAD)
         assert refused.value.code == "stale-card"
