@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.types import ElicitResult
 
 from muretai_cli.lint import lint_bytes
 from tests.servers import ROOT
@@ -44,16 +45,19 @@ def lint_clean(results: list[dict[str, Any]]) -> None:
         assert report.errors == 0, (doc, [f.to_json() for f in report.findings])
 
 
-def serve(name: str, body: Callable[[Recorder], Awaitable[None]], *extra: str
+def serve(name: str, body: Callable[[Recorder], Awaitable[None]], *extra: str,
+          elicit: Callable[..., Awaitable[ElicitResult]] | None = None
           ) -> list[dict[str, Any]]:
-    """One session with the real server process for ``name``; its results, linted."""
+    """One session with the real server process for ``name`` (answering elicitations with
+    ``elicit`` when given); its results, linted."""
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "muretai_cli", "mcp", "--as", name, *extra],
                                    cwd=str(ROOT), env=dict(os.environ))
     recorded: list[dict[str, Any]] = []
 
     async def main() -> None:
-        async with Client(params, read_timeout_seconds=60) as client:
+        kw: dict[str, Any] = {"elicitation_callback": elicit} if elicit else {}
+        async with Client(params, read_timeout_seconds=60, **kw) as client:
             rec = Recorder(client)
             try:
                 await body(rec)

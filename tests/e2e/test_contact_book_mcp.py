@@ -4,19 +4,15 @@ server over stdio, driven by the SDK's own client; a real door."""
 
 from __future__ import annotations
 
-import os
 import socket
-import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from tests.cli_helpers import new_identity, run, run_json
-from tests.servers import ROOT, running, start_serve
+from tests.mcp_helpers import Recorder, serve
+from tests.servers import running, start_serve
 
 pytestmark = pytest.mark.slow
 
@@ -35,19 +31,12 @@ def test_send_message_takes_a_name_and_list_connections_shows_it(tmp_path: Path)
         assert run("op", "--as", "me", "contact", "name", shop, "corner-shop").exit_code == 0
         got: dict[str, Any] = {}
 
-        async def main() -> None:
-            params = StdioServerParameters(command=sys.executable,
-                                           args=["-m", "muretai_cli", "mcp", "--as", "me"],
-                                           cwd=str(ROOT), env=dict(os.environ))
-            async with Client(params, read_timeout_seconds=60) as client:
-                for tool, args in (("list_connections", {}),
-                                   ("send_message", {"to": "corner-shop", "text": "by name"}),
-                                   ("send_message", {"to": "nobody", "text": "x"})):
-                    result = await client.call_tool(tool, args)
-                    assert isinstance(result.structured_content, dict)
-                    got.setdefault(tool, []).append(result.structured_content)
-
-        anyio.run(main)
+        async def body(rec: Recorder) -> None:
+            for tool, args in (("list_connections", {}),
+                               ("send_message", {"to": "corner-shop", "text": "by name"}),
+                               ("send_message", {"to": "nobody", "text": "x"})):
+                got.setdefault(tool, []).append(await rec.call(tool, **args))
+        serve("me", body)
     listed = got["list_connections"][0]["connections"]
     assert [(c["did"], c["name"], c["reachedBy"]) for c in listed] == [
         (shop, "corner-shop", "door")]

@@ -7,7 +7,6 @@ of each session, passed through the project's own conventions lint.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -15,65 +14,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp.types as t
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from muretai_cli.lint import lint_bytes
 from tests.cli_helpers import new_identity
+from tests.mcp_helpers import Recorder, serve
 from tests.servers import ROOT, running, start_serve
 
 pytestmark = pytest.mark.slow
-
-Session = Callable[[Client], Awaitable[None]]
-
-
-class Recorder:
-    """Calls tools and keeps each result for the lint."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-        self.results: list[dict[str, Any]] = []
-
-    async def call(self, name: str, **args: Any) -> dict[str, Any]:
-        got = await self.client.call_tool(name, args)
-        assert not got.is_error, got.content
-        doc = got.structured_content
-        assert isinstance(doc, dict)
-        assert next(iter(doc)) == "ok", "ok comes first in every result"
-        self.results.append(doc)
-        return doc
-
-
-def lint_clean(results: list[dict[str, Any]]) -> None:
-    assert results
-    for doc in results:
-        report = lint_bytes(json.dumps(doc).encode())
-        assert report.errors == 0, (doc, [f.to_json() for f in report.findings])
-
-
-def serve(name: str, body: Callable[[Recorder], Awaitable[None]], *extra: str,
-          elicit: Callable[..., Awaitable[t.ElicitResult]] | None = None) -> list[dict[str, Any]]:
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "muretai_cli", "mcp", "--as", name, *extra],
-                                   cwd=str(ROOT), env=dict(os.environ))
-    recorded: list[dict[str, Any]] = []
-
-    async def main() -> None:
-        kw: dict[str, Any] = {"elicitation_callback": elicit} if elicit else {}
-        async with Client(params, read_timeout_seconds=60, **kw) as client:
-            rec = Recorder(client)
-            try:
-                await body(rec)
-            finally:
-                recorded.extend(rec.results)
-
-    anyio.run(main)
-    lint_clean(recorded)
-    return recorded
-
 
 def answer(confirm: bool | None) -> Callable[..., Awaitable[t.ElicitResult]]:
     async def callback(_ctx: Any, _params: Any) -> t.ElicitResult:

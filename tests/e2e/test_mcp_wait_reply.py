@@ -3,40 +3,19 @@ from the peer it went to, whatever else arrives; a messageId I never sent is ref
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-from typing import Any
-
 import anyio
 import pytest
 
-from muretai_cli.lint import lint_bytes
 from tests.cli_helpers import new_identity, run
 from tests.door_helpers import live_door
-from tests.servers import ROOT
+from tests.mcp_helpers import Recorder, serve
 
 pytestmark = pytest.mark.slow
 
 
 def test_wait_for_message_reply_to_is_the_reply_from_that_peer() -> None:
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
-
     new_identity("carol")
-    results: list[dict[str, Any]] = []
     with live_door("open", name="me") as mine, live_door("open", name="shop") as shop:
-        params = StdioServerParameters(command=sys.executable,
-                                       args=["-m", "muretai_cli", "mcp", "--as", "me"],
-                                       cwd=str(ROOT), env=dict(os.environ))
-
-        async def call(client: Client, name: str, **args: Any) -> dict[str, Any]:
-            got = await client.call_tool(name, args)
-            doc = got.structured_content
-            assert isinstance(doc, dict), got.content
-            results.append(doc)
-            return doc
-
         def answers(mid: str) -> None:  # a stranger claims to answer it; then the peer does
             assert run("op", "--as", "carol", "dm", mine.did, "me too", "--reply-to", mid,
                        "--connect", mine.base).exit_code == 0
@@ -45,25 +24,18 @@ def test_wait_for_message_reply_to_is_the_reply_from_that_peer() -> None:
             assert run("op", "--as", "shop", "dm", mine.did, "the answer", "--reply-to",
                        mid, "--connect", mine.base).exit_code == 0
 
-        async def main() -> None:
-            async with Client(params, read_timeout_seconds=60) as client:
-                sent = await call(client, "send_message", to=shop.did, text="hello",
-                                  url=shop.base)
-                assert sent["ok"] and sent["receipt"]["verified"], sent
-                unknown = await call(client, "wait_for_message", reply_to="m-never-sent",
-                                     timeout=1)
-                assert unknown["ok"] is False and unknown["code"] == "unknown-message"
-                other = await call(client, "wait_for_message", reply_to=sent["messageId"],
+        async def body(rec: Recorder) -> None:
+            sent = await rec.call("send_message", to=shop.did, text="hello", url=shop.base)
+            assert sent["ok"] and sent["receipt"]["verified"], sent
+            unknown = await rec.call("wait_for_message", reply_to="m-never-sent", timeout=1)
+            assert unknown["ok"] is False and unknown["code"] == "unknown-message"
+            other = await rec.call("wait_for_message", reply_to=sent["messageId"],
                                    peer=mine.did, timeout=1)
-                assert other["ok"] is False and other["code"] == "unknown-message"
-                await anyio.to_thread.run_sync(answers, sent["messageId"])
-                got = await call(client, "wait_for_message", reply_to=sent["messageId"],
-                                 after=0, timeout=5)
-                assert got["ok"] and got["timedOut"] is False, got
-                assert [(e["from"], e["text"]) for e in got["entries"]] == [
-                    (shop.did, "the answer")]
-
-        anyio.run(main)
-    for doc in results:
-        assert next(iter(doc)) == "ok"
-        assert lint_bytes(json.dumps(doc).encode()).errors == 0
+            assert other["ok"] is False and other["code"] == "unknown-message"
+            await anyio.to_thread.run_sync(answers, sent["messageId"])
+            got = await rec.call("wait_for_message", reply_to=sent["messageId"], after=0,
+                                 timeout=5)
+            assert got["ok"] and got["timedOut"] is False, got
+            assert [(e["from"], e["text"]) for e in got["entries"]] == [
+                (shop.did, "the answer")]
+        serve("me", body)  # each result: ok first, and lint-clean

@@ -8,20 +8,18 @@ text, JSON and the MCP ``send_message`` result, state delivered, ``reply`` null)
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import socket
 import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from muretai_cli.door.respond import OnMessage
 from tests.cli_helpers import new_identity, run
 from tests.door_helpers import live_door
-from tests.servers import ROOT, running, start_serve
+from tests.servers import running, start_serve
 
 ANSWER = "import json, sys\nprint('you said: ' + json.load(sys.stdin)['text'])\n"
 
@@ -75,11 +73,8 @@ def _own_url() -> tuple[str, ...]:
 
 @pytest.mark.slow
 def test_mcp_send_message_tells_a_receipt_from_a_reply(tmp_path: Path) -> None:
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
-
     from muretai_cli.home import KeyStore, keys_dir
-    from muretai_cli.lint import lint_bytes
+    from tests.mcp_helpers import Recorder, serve
 
     new_identity("me")
     new_identity("shop")
@@ -88,27 +83,14 @@ def test_mcp_send_message_tells_a_receipt_from_a_reply(tmp_path: Path) -> None:
     plain = start_serve(tmp_path, "shop", "--dm-policy", "open", *_own_url())
     answering = start_serve(tmp_path, "desk", "--dm-policy", "open", "--on-message",
                             _cmd(tmp_path), *_own_url())
-    results: list[dict[str, Any]] = []
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "muretai_cli", "mcp", "--as", "me"],
-                                   cwd=str(ROOT), env=dict(os.environ))
-
-    async def main(shop: str, desk: str) -> None:
-        async with Client(params, read_timeout_seconds=60) as client:
-            for name, url in (("shop", shop), ("desk", desk)):
-                got = await client.call_tool("send_message", {
-                    "to": keys.load(name).did, "text": "hello", "url": url})
-                assert isinstance(got.structured_content, dict), got.content
-                results.append(got.structured_content)
-
     with running(plain) as shop, running(answering) as desk:
-        anyio.run(main, shop.base, desk.base)
+        async def body(rec: Recorder) -> None:
+            for name, url in (("shop", shop.base), ("desk", desk.base)):
+                await rec.call("send_message", to=keys.load(name).did, text="hello", url=url)
+        results = serve("me", body)  # each result: ok first, and lint-clean
     receipt, reply = results
     assert receipt["ok"], receipt
     assert receipt["ok"] and receipt["state"] == "delivered" and receipt["reply"] is None
     assert receipt["receipt"]["verified"] and receipt["receipt"]["boundTo"] == "message"
     assert reply["ok"] and reply["state"] == "delivered" and reply["receipt"] is None
     assert reply["reply"]["verified"] and reply["reply"]["text"] == "you said: hello"
-    for doc in results:
-        assert next(iter(doc)) == "ok"
-        assert lint_bytes(json.dumps(doc).encode()).errors == 0
