@@ -126,13 +126,7 @@ def verify_proposal(obj: object, *, me: str, now: int) -> Proposal:
         raise Refused("malformed", "credential must be an AgentIntroduction object")
     if not me or target != me:
         raise Refused("proposal-not-for-me", f"the proposal is for {target[:120]}, not {me}")
-    try:
-        verify_object(obj, sender)
-    except Refused as exc:
-        if exc.code in ("float-in-payload", "int-out-of-range"):
-            raise
-        raise Refused("bad-signature", f"the proposer's signature does not verify "
-                                       f"({exc.code}: {exc.detail})") from None
+    _signed_by(obj, sender, "the proposer's", keep=("float-in-payload", "int-out-of-range"))
     _iat(iat, now)
     claims = credential.get("credentialSubject")
     subject = claims.get("id") if isinstance(claims, Mapping) else None
@@ -214,14 +208,23 @@ def verify_response(obj: object, *, me: str, now: int) -> Response:
         raise Refused("malformed", "decision must be approved or declined")
     if not me or target != me:
         raise Refused("response-not-for-me", f"the response is for {target[:120]}, not {me}")
-    try:
-        verify_object(obj, sender)
-    except Refused as exc:
-        raise Refused("bad-signature", f"the target's signature does not verify "
-                                       f"({exc.code}: {exc.detail})") from None
+    _signed_by(obj, sender, "the target's")
     _iat(iat, now)
     return Response(sender, target, pid, cid, "approved" if decision == "approved"
                     else "declined", iat, MappingProxyType(dict(obj)))
+
+
+def _signed_by(obj: Mapping[str, Any], did: str, whose: str, *,
+               keep: tuple[str, ...] = ()) -> None:
+    """``obj``'s ``sig`` verifies under ``did``, else ``bad-signature`` naming ``whose``
+    signature; a refusal whose code is in ``keep`` is raised as it is."""
+    try:
+        verify_object(obj, did)
+    except Refused as exc:
+        if exc.code in keep:
+            raise
+        raise Refused("bad-signature", f"{whose} signature does not verify "
+                                       f"({exc.code}: {exc.detail})") from None
 
 
 # -- revocation lists ---------------------------------------------------------------------
@@ -263,11 +266,7 @@ def verify_revocations(obj: object, *, issuer: str, now: int) -> RevocationList:
         raise Refused("malformed", "revoked ids must be sorted and unique")
     if not issuer or named != issuer:
         raise Refused("list-of-another-issuer", f"the list is {named[:120]}'s, not {issuer}'s")
-    try:
-        verify_object(obj, named)
-    except Refused as exc:
-        raise Refused("bad-signature", f"the issuer's signature does not verify "
-                                       f"({exc.code}: {exc.detail})") from None
+    _signed_by(obj, named, "the issuer's")
     if iat > now + CLOCK_SKEW:
         raise Refused("issued-in-future", f"iat is {iat - now} s in the future")
     return RevocationList(named, frozenset(ids), iat, MappingProxyType(dict(obj)))
