@@ -167,8 +167,13 @@ def introduce(
         f"{facts['trustLevelBp'] / 1000:g}, until {facts['validUntil']})")
     if done.gift is not None:
         note(_sent_line("given to the subject", done.gift))
-    if done.proposal is None:
-        note("not proposed to the target (introduce/propose is not built yet)")
+    proposal = done.proposal
+    if proposal is not None and proposal.get("ok") is False:
+        note(f"not proposed to the target: {safe(str(proposal.get('error')), limit=80)}: "
+             f"{safe(str(proposal.get('message')), limit=300)}")
+    elif proposal is not None:
+        note("proposed to the target for its review: "
+             f"{safe(str(proposal.get('state')), limit=20)}")
 
 
 @introduce_app.command("list")
