@@ -202,8 +202,10 @@ class OneAnswer:
         yield
 
 
-def relay_identities(relay: LiveRelay, *names: str) -> dict[str, SigningKey]:
-    """New identities on ``relay``, each with its card published there: name -> key."""
+def relay_identities(relay: LiveRelay, *names: str, publish: bool = True,
+                     policy: str | None = None) -> dict[str, SigningKey]:
+    """New identities on ``relay``, each with its card published there (unless not
+    ``publish``) and its consent ``policy`` set when given: name -> key."""
     from muretai_cli.home import KeyStore, keys_dir
     from tests.cli_helpers import new_identity, run
 
@@ -211,6 +213,9 @@ def relay_identities(relay: LiveRelay, *names: str) -> dict[str, SigningKey]:
     for name in names:
         new_identity(name)
         assert run("id", "relay", name, relay.url).exit_code == 0
-        assert run("card", "publish", "--as", name).exit_code == 0
+        if publish:
+            assert run("card", "publish", "--as", name).exit_code == 0
+        if policy is not None:
+            assert run("op", "--as", name, "policy", policy).exit_code == 0
         keys[name] = KeyStore(keys_dir()).load(name).signing_key()
     return keys

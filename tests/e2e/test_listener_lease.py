@@ -16,8 +16,7 @@ from typing import IO, Any
 import pytest
 
 from muretai_cli.seam import SigningKey
-from tests.cli_helpers import new_identity, run
-from tests.relay_helpers import LiveRelay, live_relay, signed_deposit
+from tests.relay_helpers import LiveRelay, live_relay, relay_identities, signed_deposit
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # real processes: seconds each
@@ -30,12 +29,7 @@ def relay(tmp_path: Path) -> Iterator[LiveRelay]:
 
 
 def _bob(relay: LiveRelay) -> SigningKey:
-    from muretai_cli.home import KeyStore, keys_dir
-
-    new_identity("bob")
-    assert run("id", "relay", "bob", relay.url).exit_code == 0
-    assert run("op", "--as", "bob", "policy", "open").exit_code == 0
-    return KeyStore(keys_dir()).load("bob").signing_key()
+    return relay_identities(relay, "bob", publish=False, policy="open")["bob"]
 
 
 def _turn_check(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:

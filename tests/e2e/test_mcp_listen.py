@@ -20,8 +20,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from muretai_cli.seam import SigningKey
-from tests.cli_helpers import new_identity, run
-from tests.relay_helpers import LiveRelay, live_relay, signed_deposit
+from tests.cli_helpers import new_identity
+from tests.relay_helpers import LiveRelay, live_relay, relay_identities, signed_deposit
 from tests.servers import ROOT
 
 pytestmark = pytest.mark.slow
@@ -36,12 +36,7 @@ def relay(tmp_path: Path) -> Iterator[LiveRelay]:
 
 
 def _bob(relay: LiveRelay) -> SigningKey:
-    from muretai_cli.home import KeyStore, keys_dir
-
-    new_identity("bob")
-    assert run("id", "relay", "bob", relay.url).exit_code == 0
-    assert run("op", "--as", "bob", "policy", "open").exit_code == 0
-    return KeyStore(keys_dir()).load("bob").signing_key()
+    return relay_identities(relay, "bob", publish=False, policy="open")["bob"]
 
 
 def _client(name: str) -> Client:
