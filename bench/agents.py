@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -132,30 +133,37 @@ async def mcp_figures(env: dict[str, str], base: str, shop: str, me_key: Signing
         waits: list[float] = []
         async with httpx.AsyncClient(base_url=base) as http:
             for i in range(args.wakes):
-                latest = (await client.call_tool("read_inbox", {"limit": 1})
-                          ).structured_content or {}
-                cursor = int(latest["latest"])
                 body = signed_post(me_key, shop, f"wake {i}")
-                result: dict[str, Any] = {}
 
-                async def wait(cursor: int = cursor, result: dict[str, Any] = result) -> None:
-                    got = await client.call_tool("wait_for_message",
-                                                 {"after": cursor, "timeout": 10})
-                    result["doc"] = got.structured_content
-                    result["at"] = time.perf_counter()
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(wait)
-                    await anyio.sleep(0.3)  # the bench, not a test: the wait settles in
-                    sent_at = time.perf_counter()
+                async def post(body: bytes = body) -> None:
                     answer = await http.post("/", content=body,
                                              headers={"Content-Type": "application/json"})
                     assert answer.status_code == 200, answer.text
-                entries = (result["doc"] or {}).get("entries") or []
-                assert entries and entries[0]["text"] == f"wake {i}", result
-                waits.append(result["at"] - sent_at)
+                waits.append(await timed_wake(client, post, f"wake {i}", timeout=10))
         out["mcp_wait_ms"] = ms(waits)
     return out
+
+
+async def timed_wake(client: Client, send: Callable[[], Awaitable[None]], text: str, *,
+                     timeout: int) -> float:
+    """Seconds from ``send`` (started once a ``wait_for_message`` after the inbox's latest
+    seq waits) to the wait's answer, which must be the message ``text``."""
+    latest = (await client.call_tool("read_inbox", {"limit": 1})).structured_content or {}
+    result: dict[str, Any] = {}
+
+    async def wait(cursor: int = int(latest["latest"])) -> None:
+        got = await client.call_tool("wait_for_message", {"after": cursor, "timeout": timeout})
+        result["doc"] = got.structured_content
+        result["at"] = time.perf_counter()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait)
+        await anyio.sleep(0.3)  # the bench, not a test: the wait settles in
+        sent_at = time.perf_counter()
+        await send()
+    entries = (result["doc"] or {}).get("entries") or []
+    assert entries and entries[0]["text"] == text, result
+    return float(result["at"] - sent_at)
 
 
 def free_port() -> int:
@@ -195,25 +203,9 @@ async def relay_wait_ms(env: dict[str, str], relay: str, box: str, wakes: int) -
     waits: list[float] = []
     async with Client(params(env, "box"), read_timeout_seconds=60) as client:
         for i in range(wakes):
-            latest = (await client.call_tool("read_inbox", {"limit": 1})
-                      ).structured_content or {}
-            result: dict[str, Any] = {}
-
-            async def wait(cursor: int = int(latest["latest"]),
-                           result: dict[str, Any] = result) -> None:
-                got = await client.call_tool("wait_for_message",
-                                             {"after": cursor, "timeout": 20})
-                result["doc"] = got.structured_content
-                result["at"] = time.perf_counter()
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(wait)
-                await anyio.sleep(0.3)  # the bench, not a test: the wait settles in
-                sent_at = time.perf_counter()
+            async def deposit(i: int = i) -> None:
                 await anyio.to_thread.run_sync(relay_send, "me", box, relay, f"relayed {i}")
-            entries = (result["doc"] or {}).get("entries") or []
-            assert entries and entries[0]["text"] == f"relayed {i}", result
-            waits.append(result["at"] - sent_at)
+            waits.append(await timed_wake(client, deposit, f"relayed {i}", timeout=20))
     return ms(waits)
 
 
