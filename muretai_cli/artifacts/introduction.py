@@ -34,6 +34,7 @@ from json.encoder import encode_basestring
 from types import MappingProxyType
 from typing import Any, Literal, TypeGuard
 
+from muretai_cli.artifacts._wording import REQUEST_PREFIX
 from muretai_cli.errors import MuretaiError, Refused
 from muretai_cli.seam import (
     CLOCK_SKEW,
@@ -52,7 +53,6 @@ from muretai_cli.seam import (
 
 INTRODUCTION_TYPE = ("VerifiableCredential", "AgentIntroduction")
 PROOF_TYPE = "Ed25519Signature2020"
-REQUEST_PREFIX = "introduce-me-to:"
 MODE_REQUESTED = "requested"
 MODE_PROACTIVE = "proactive"
 BP_SCALE = 1000  # trustLevelBp: basis points of 1.0, an integer 0..1000

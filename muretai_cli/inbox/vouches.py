@@ -49,7 +49,7 @@ def mark_requests(entries: Sequence[MutableMapping[str, Any]]) -> None:
     for whom, and the text of the asker's next message in that conversation (its note), so
     every view shows it as a request, not as plain text. ``entries``: inbox entries (``from``
     or ``peer``, ``contextId``, ``text``, ``direction`` when both ways), in order."""
-    from muretai_cli.artifacts.introduction import REQUEST_PREFIX
+    from muretai_cli.artifacts._wording import REQUEST_PREFIX
 
     for i, entry in enumerate(entries):
         text = entry.get("text")
