@@ -37,6 +37,7 @@ __all__ = [
     "ServeProc",
     "children_of",
     "race",
+    "refused_origin",
     "run_uvicorn",
     "running",
     "serve_asgi",
@@ -67,6 +68,17 @@ def run_uvicorn(config: uvicorn.Config, sock: socket.socket) -> Iterator[None]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@contextmanager
+def refused_origin() -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` where a connection is refused for as long as the block runs.
+
+    The port stays bound (never listening), so no other test's server can take it meanwhile:
+    a port closed and handed on would race every parallel worker that binds port 0."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 @contextmanager

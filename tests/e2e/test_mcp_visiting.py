@@ -6,7 +6,6 @@ wait_for_message on a gate's requestId. Every session's results pass the convent
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from tests.cli_helpers import muretai, new_identity, run, run_json
 from tests.door_helpers import Live, live_door
 from tests.mcp_helpers import Recorder, serve
 from tests.relay_helpers import live_relay
+from tests.servers import refused_origin
 
 pytestmark = pytest.mark.slow
 
@@ -181,12 +181,6 @@ def test_wait_for_a_request_returns_on_the_decision_and_at_once_after(shop: Live
     serve("shop", body)
 
 
-def _closed_port() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
-
-
 def test_whoami_says_whether_the_card_is_published(tmp_path: Path, shop: Live) -> None:
     async def nowhere(rec: Recorder) -> None:
         me = await rec.call("whoami")
@@ -209,14 +203,13 @@ def test_whoami_says_whether_the_card_is_published(tmp_path: Path, shop: Live) -
             assert me["cardPublished"] is True and me["card"]["relay"]["published"] is True
         serve("me", published)
 
-    gone = _closed_port()  # a relay that cannot be asked
-    assert run("id", "relay", "me", gone).exit_code == 0
-
     async def unknown(rec: Recorder) -> None:
         me = await rec.call("whoami")
         assert me["cardPublished"] == "unknown", me
         assert me["card"]["relay"]["published"] == "unknown"
-    serve("me", unknown)
+    with refused_origin() as gone:  # a relay that cannot be asked
+        assert run("id", "relay", "me", gone).exit_code == 0
+        serve("me", unknown)
 
     async def at_the_door(rec: Recorder) -> None:
         me = await rec.call("whoami")

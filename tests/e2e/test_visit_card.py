@@ -18,6 +18,7 @@ from muretai_cli.seam import SigningKey, sign_card_envelope
 from muretai_cli.urls import parse_base_url
 from muretai_cli.visit.card import CardCheck, EnvelopeResult, fetch_card, judge_card
 from tests.hostile_site import HostileSite
+from tests.servers import refused_origin
 
 
 @pytest.fixture(scope="module")
@@ -140,14 +141,8 @@ def test_black_hole_ends_at_the_deadline_and_reports_what_was_not_reached(
 
 
 def test_unreachable_is_exit_3() -> None:
-    import socket
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()  # nothing listens there now
-    result = CliRunner().invoke(app, ["card", "fetch", f"http://127.0.0.1:{port}", "--json",
-                                      "--timeout", "2"])
+    with refused_origin() as closed:
+        result = CliRunner().invoke(app, ["card", "fetch", closed, "--json", "--timeout", "2"])
     assert result.exit_code == 3, result.output
     assert json.loads(result.stdout)["error"] == "unreachable"
 

@@ -18,11 +18,10 @@ from muretai_cli.inbox.proposals import ProposalBook, VouchBook, responses_for
 from muretai_cli.inbox.revocations import RevocationChecker
 from muretai_cli.net import SafeClient
 from muretai_cli.seam import SigningKey
-from muretai_cli.transport.binding import bind
 from muretai_cli.urls import REVOCATIONS_PATH
 from muretai_cli.visit.vouch import Peer, propose, respond
 from tests.door_helpers import Live, code_of, live_door, reason_of
-from tests.servers import serve_asgi
+from tests.servers import refused_origin, serve_asgi
 
 CAROL = SigningKey(bytes(range(1, 33)))
 
@@ -145,18 +144,16 @@ def test_a_tampered_list_is_no_list() -> None:
 
 def test_an_unreachable_issuer_is_not_revoked_but_reported_and_a_seen_list_is_kept() -> None:
     issuer = SigningKey(bytes(range(8, 40)))
-    sock = bind("127.0.0.1", 0)
-    closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    sock.close()  # nothing listens there now
     checker = RevocationChecker(client_for, max_age=0)  # every call fetches again
-    assert not checker.revoked(issuer.did, "urn:a", closed)
-    assert checker.problems[issuer.did] == "unreachable"
-    signed = mint_revocations(issuer, ["urn:a"], now=int(time.time()))
-    with serve_asgi(_serving(json.dumps(signed).encode())) as url:
-        assert checker.revoked(issuer.did, "urn:a", url)
-    checker.problems.clear()
-    assert checker.revoked(issuer.did, "urn:a", closed)  # the outage forgets nothing
-    assert checker.problems[issuer.did] == "unreachable"
+    with refused_origin() as closed:
+        assert not checker.revoked(issuer.did, "urn:a", closed)
+        assert checker.problems[issuer.did] == "unreachable"
+        signed = mint_revocations(issuer, ["urn:a"], now=int(time.time()))
+        with serve_asgi(_serving(json.dumps(signed).encode())) as url:
+            assert checker.revoked(issuer.did, "urn:a", url)
+        checker.problems.clear()
+        assert checker.revoked(issuer.did, "urn:a", closed)  # the outage forgets nothing
+        assert checker.problems[issuer.did] == "unreachable"
 
 
 def test_proposals_count_against_the_introducer_s_rate() -> None:
