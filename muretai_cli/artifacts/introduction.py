@@ -24,16 +24,36 @@ credential, and returns an ``Introduction`` or raises ``Refused`` with a named r
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
+from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
 from types import MappingProxyType
-from typing import Any, Literal, TypeGuard
+from typing import Any, TypeGuard
 
+from muretai_cli.artifacts._intro_values import (
+    BP_SCALE,
+    DEFAULT_VALIDITY,
+    INTRODUCTION_TYPE,
+    MAX_EXPERTISE,
+    MAX_EXPERTISE_CHARS,
+    MAX_URL_CHARS,
+    MODE_PROACTIVE,
+    MODE_REQUESTED,
+    PROACTIVE,
+    PROOF_TYPE,
+    Introduction,
+    IntroductionRequest,
+    Mode,
+    Provenance,
+    Revoked,
+    iso_seconds,
+    iso_utc,
+    parse_iso,
+    proven_introduction,
+    proven_provenance,
+    proven_request,
+    trust_bp,
+)
 from muretai_cli.artifacts._wording import REQUEST_PREFIX
 from muretai_cli.errors import MuretaiError, Refused
 from muretai_cli.seam import (
@@ -48,60 +68,15 @@ from muretai_cli.seam import (
     sign_envelope,
     six_fields,
     timestamp_seconds,
-    verify_signature,
+    verifying_key_from_did,
 )
+from muretai_cli.seam._ed25519 import verify_strict
 
-INTRODUCTION_TYPE = ("VerifiableCredential", "AgentIntroduction")
-PROOF_TYPE = "Ed25519Signature2020"
-MODE_REQUESTED = "requested"
-MODE_PROACTIVE = "proactive"
-BP_SCALE = 1000  # trustLevelBp: basis points of 1.0, an integer 0..1000
-DEFAULT_VALIDITY = 30 * 86400
-MAX_EXPERTISE = 32  # entries in credentialSubject.expertise
-MAX_EXPERTISE_CHARS = 200  # characters of one entry
-MAX_URL_CHARS = 2048  # characters of issuerEndpoint
-
-Mode = Literal["requested", "proactive", "unrecorded"]
-Revoked = Collection[str] | Callable[[str], bool]
-
-# The reference writes seconds and a Z; other clients write milliseconds or an offset.
-_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)?")
-
-
-def iso_utc(epoch: int) -> str:
-    """An epoch second as the reference writes it: ``2026-12-02T01:02:16Z``."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_iso(text: object, field: str) -> float:
-    """An ISO 8601 date-time as epoch seconds (no offset: UTC, as the reference reads it),
-    or ``Refused('malformed')`` naming the field."""
-    if not isinstance(text, str) or len(text) > 40 or not _ISO.fullmatch(text):
-        raise Refused("malformed", f"{field} must be an ISO 8601 date-time such as "
-                                   "2026-12-02T01:02:16Z")
-    try:
-        when = datetime.fromisoformat(text)  # 3.11 reads the Z itself
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return when.timestamp()
-    except (ValueError, OverflowError):
-        raise Refused("malformed", f"{field} is not a calendar date-time") from None
-
-
-def trust_bp(level: str) -> int:
-    """A trust level a person typed, a decimal in [0, 1] with at most three places, as the
-    integer basis points the wire carries (``0.873`` → 873). Never rounded, never a float."""
-    try:
-        value = Decimal(level.strip())
-    except InvalidOperation:
-        raise Refused("bad-trust", f"trust {level[:40]!r} is not a decimal number") from None
-    if not value.is_finite() or not 0 <= value <= 1:
-        raise Refused("bad-trust", f"trust {level[:40]!r} is outside 0.0–1.0")
-    scaled = value * BP_SCALE
-    if scaled != scaled.to_integral_value():
-        raise Refused("bad-trust", f"trust {level[:40]!r} has more than three decimal places")
-    return int(scaled)
-
+__all__ = ["BP_SCALE", "DEFAULT_VALIDITY", "INTRODUCTION_TYPE", "MAX_EXPERTISE",
+           "MAX_EXPERTISE_CHARS", "MAX_URL_CHARS", "MODE_PROACTIVE", "MODE_REQUESTED",
+           "PROOF_TYPE", "Introduction", "IntroductionRequest", "Mode", "Provenance",
+           "Revoked", "check_request", "iso_utc", "mint_introduction", "mint_request",
+           "parse_iso", "request_text", "signing_payload", "trust_bp", "verify_introduction"]
 
 def request_text(target: str) -> str:
     """The signed text of "introduce me to ``target``"."""
@@ -115,69 +90,6 @@ def mint_request(key: SigningKey, *, introducer: str, target: str, now: int,
     public_from_did(target)
     return sign_envelope(key, to=introducer, text=request_text(target), timestamp=now,
                          context_id=context_id)
-
-
-@dataclass(frozen=True, slots=True)
-class IntroductionRequest:
-    """A subject's request whose signature verified, bound to a subject and an introducer.
-    ``target`` is None for a request naming no DID (the introducer chooses)."""
-
-    subject: str
-    introducer: str
-    target: str | None
-    message_id: str
-    timestamp: int
-    doc: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Provenance:
-    """How the introduction came to be. ``unrecorded``: the credential has no provenance
-    (minted before the field existed), which the public contract tolerates."""
-
-    mode: Mode
-    request: IntroductionRequest | None = None
-
-    def __post_init__(self) -> None:
-        if (self.mode == MODE_REQUESTED) != (self.request is not None):
-            raise ValueError("a requested provenance carries its request, and only it does")
-
-
-@dataclass(frozen=True, slots=True)
-class Introduction:
-    """An introduction whose signature verified, for the subject and the recipient the
-    caller expected, unexpired and unrevoked at the time it was checked. Built only by
-    ``verify_introduction``; ``doc`` is the credential as received (what is signed)."""
-
-    id: str
-    issuer: str
-    subject: str
-    introduced_to: str
-    expertise: tuple[str, ...]
-    trust_bp: int
-    issued_at: float
-    valid_until: float
-    provenance: Provenance
-    issuer_endpoint: str | None
-    doc: Mapping[str, Any]
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.trust_bp <= BP_SCALE:
-            raise ValueError("trust_bp is 0..1000")
-
-    def to_json(self) -> dict[str, Any]:
-        """The credential as received: what a holder forwards."""
-        return dict(self.doc)
-
-    def facts(self) -> dict[str, Any]:
-        """What was established, camelCase, for a report."""
-        request = self.provenance.request
-        return {"id": self.id, "issuer": self.issuer, "subject": self.subject,
-                "introducedTo": self.introduced_to, "expertise": list(self.expertise),
-                "trustLevelBp": self.trust_bp, "validUntil": self.doc["credentialSubject"]
-                ["validUntil"], "provenance": self.provenance.mode,
-                "requestedAt": request.timestamp if request else None,
-                "issuerEndpoint": self.issuer_endpoint}
 
 
 # -- minting ------------------------------------------------------------------------------
@@ -238,19 +150,12 @@ def check_request(record: object, *, subject: str, introducer: str, anchor: floa
 
     if not isinstance(record, Mapping):
         raise Refused("bad-provenance", "the embedded request is not a JSON object")
-    plain = _plain_request(record)
     try:
-        if plain is not None:  # no keystate: the signer is ``from`` itself, as resolved
-            fields, payload = plain
-            verify_signature(fields["from"], payload, record["sig"])
-        else:
-            fields = six_fields(record)
-            signer = resolve_op_did(fields["from"], record.get("keystate"), None,
-                                    now=now).op_did
-            check_signed_fields(fields, record.get("sig"), signer=signer)
+        fields = six_fields(record)
+        signer = resolve_op_did(fields["from"], record.get("keystate"), None, now=now).op_did
+        check_signed_fields(fields, record.get("sig"), signer=signer)
     except MuretaiError as exc:
-        raise Refused("bad-provenance", f"the embedded request does not verify "
-                                        f"({exc.code}: {exc.detail})") from None
+        raise _request_unsigned(exc) from None
     if fields["from"] != subject:
         raise Refused("bad-provenance", f"the embedded request is from {fields['from']}, "
                                         f"not from the subject {subject}")
@@ -269,11 +174,8 @@ def check_request(record: object, *, subject: str, introducer: str, anchor: floa
         raise Refused("request-stale", f"the request was {int(age) // 86400} days old when "
                                        f"the credential was issued (live "
                                        f"{INTRO_REQUEST_WINDOW // 86400} days)")
-    text = fields["text"]
-    target = text[len(REQUEST_PREFIX):].strip() or None \
-        if text.startswith(REQUEST_PREFIX) else None
-    return IntroductionRequest(subject, introducer, target, fields["messageId"], stamp,
-                               MappingProxyType(dict(record)))
+    return IntroductionRequest(subject, introducer, _asked_for(fields["text"]),
+                               fields["messageId"], stamp, MappingProxyType(dict(record)))
 
 
 def verify_introduction(credential: object, *, subject: str, recipient: str, now: int,
@@ -284,10 +186,16 @@ def verify_introduction(credential: object, *, subject: str, recipient: str, now
     the recipient (wrong-recipient); expiry (expired); the provenance (unknown-mode,
     bad-provenance, request-stale, request-retargeted); ``revoked`` (a set of credential
     ids, or a predicate) (revoked). Total: anything else is ``Refused('malformed')``.
+    A plain dict of the common shape takes ``_verify_common``, which reaches the same
+    verdict by fewer steps; anything else, the steps below.
     """
     if not subject or not recipient:
         raise Refused("wrong-recipient", "the verifier was given no subject or recipient")
-    if type(credential) is not dict and not isinstance(credential, Mapping):
+    if type(credential) is dict:
+        common = _verify_common(credential, subject, recipient, now, revoked)
+        if common is not None:
+            return common
+    if not _is_object(credential):
         raise Refused("malformed", "an introduction is a JSON object")
     doc = dict(credential)
     types = doc.get("type")
@@ -302,10 +210,16 @@ def verify_introduction(credential: object, *, subject: str, recipient: str, now
     if not isinstance(issuer, str) or not _is_object(claims) or not _is_object(proof):
         raise Refused("malformed", "an introduction needs issuer, credentialSubject and proof")
     try:
-        verify_signature(issuer, _unsigned_bytes(doc), proof.get("jws"))
-    except MuretaiError as exc:
-        raise Refused("bad-signature", f"the issuer's signature does not verify "
-                                       f"({exc.code}: {exc.detail})") from None
+        payload = signing_payload(doc)
+    except MuretaiError as exc:  # a lone surrogate, a NaN: bytes no signer could have signed
+        raise _issuer_unsigned(exc) from None
+    _issuer_signed(issuer, payload, proof.get("jws"))
+    return _after_signature(doc, cid, issuer, claims, subject, recipient, now, revoked)
+
+
+def _after_signature(doc: dict[str, Any], cid: str, issuer: str, claims: Mapping[str, Any],
+                     subject: str, recipient: str, now: int, revoked: Revoked) -> Introduction:
+    """The rules after the issuer's signature, in ``verify_introduction``'s order."""
     if claims.get("id") != subject:
         raise Refused("wrong-subject", f"the introduction is of {_said(claims.get('id'))}, "
                                        f"not of {subject}")
@@ -330,7 +244,7 @@ def verify_introduction(credential: object, *, subject: str, recipient: str, now
     provenance = _provenance(doc, subject=subject, issuer=issuer, recipient=recipient,
                              issued=issued, now=now)
     if revoked(cid) if callable(revoked) else cid in revoked:
-        raise Refused("revoked", f"the issuer revoked introduction {cid}")
+        raise _revoked(cid)
     endpoint = doc.get("issuerEndpoint")
     if endpoint is not None and (not isinstance(endpoint, str) or len(endpoint) > MAX_URL_CHARS):
         raise Refused("malformed", "issuerEndpoint must be a URL string")
@@ -350,7 +264,7 @@ def _provenance(doc: Mapping[str, Any], *, subject: str, issuer: str, recipient:
         if "request" in prov:
             raise Refused("bad-provenance", "a proactive introduction carries a request; "
                                             "one mode or the other")
-        return Provenance("proactive")
+        return PROACTIVE
     if mode != MODE_REQUESTED:
         raise Refused("unknown-mode", f"provenance mode {_said(mode)} is not requested or "
                                       "proactive")
@@ -362,102 +276,37 @@ def _provenance(doc: Mapping[str, Any], *, subject: str, issuer: str, recipient:
     return Provenance("requested", request)
 
 
+def _issuer_signed(issuer: str, payload: bytes, jws: object) -> None:
+    try:
+        public, raw = verifying_key_from_did(issuer)
+        verify_strict(public, raw, payload, jws)
+    except MuretaiError as exc:
+        raise _issuer_unsigned(exc) from None
+
+
+def _issuer_unsigned(exc: MuretaiError) -> Refused:
+    return Refused("bad-signature", f"the issuer's signature does not verify "
+                                    f"({exc.code}: {exc.detail})")
+
+
+def _request_unsigned(exc: MuretaiError) -> Refused:
+    return Refused("bad-provenance", f"the embedded request does not verify "
+                                     f"({exc.code}: {exc.detail})")
+
+
+def _revoked(cid: str) -> Refused:
+    return Refused("revoked", f"the issuer revoked introduction {cid}")
+
+
+def _asked_for(text: str) -> str | None:
+    """The target a request's text names; None when it names none (the issuer chooses)."""
+    return text[len(REQUEST_PREFIX):].strip() or None if text.startswith(REQUEST_PREFIX) \
+        else None
+
+
 def _is_object(value: object) -> TypeGuard[Mapping[str, Any]]:
     """A JSON object: a dict (what a parse gives, checked without the ABC) or a Mapping."""
     return type(value) is dict or isinstance(value, Mapping)
-
-
-# The credential as the reference and ``mint_introduction`` write it: how many keys it, its
-# credentialSubject and an embedded request have (with proof; with issuerEndpoint one more).
-# ``_common_shape`` reads each of those keys by name: a count that matches and no key
-# missing is exactly that key set.
-_TOP_KEYS, _CLAIM_KEYS, _REQUEST_KEYS = 7, 5, 7
-_PROACTIVE = {"mode": MODE_PROACTIVE}
-
-
-def _unsigned_bytes(doc: dict[str, Any]) -> bytes:
-    """``signing_payload(doc)``, the same bytes: the canonical bytes of the credential
-    without ``proof``. When it has exactly the common shape (the keys the wire names, every
-    value a str, an int or a list of str, and null for a request's contextId) they are
-    spelled straight from its values, keys in code-point order, each string by the one JSON
-    string encoder the canonical encoder itself uses; anything else, by ``canonical_bytes``.
-    One pass over the strings instead of the generic encoder's walk, sort and dispatch."""
-    try:
-        fast = _common_shape(doc)
-    except (KeyError, TypeError):  # a key missing, a value of another type
-        fast = None
-    return signing_payload(doc) if fast is None else fast
-
-
-def _common_shape(doc: dict[str, Any]) -> bytes | None:
-    e = encode_basestring  # TypeError for anything but a str (a str subclass spells alike)
-    endpoint = "issuerEndpoint" in doc
-    claims, types, prov = doc["credentialSubject"], doc["type"], doc["provenance"]
-    trust = claims["trustLevelBp"]
-    if len(doc) != _TOP_KEYS + endpoint \
-            or "proof" not in doc or type(claims) is not dict or len(claims) != _CLAIM_KEYS \
-            or type(types) is not list or type(claims["expertise"]) is not list \
-            or type(trust) is not int or type(prov) is not dict:  # (a bool is no int here)
-        return None
-    if prov == _PROACTIVE:
-        provenance = '{"mode":"proactive"}'
-    elif len(prov) == 2 and prov["mode"] == MODE_REQUESTED:
-        provenance = '{"mode":"requested","request":' + _common_request(prov["request"]) + "}"
-    else:
-        return None
-    text = ('{"credentialSubject":{"expertise":[' + ",".join(map(e, claims["expertise"]))
-            + '],"id":' + e(claims["id"]) + ',"introducedTo":' + e(claims["introducedTo"])
-            + ',"trustLevelBp":' + int.__repr__(trust) + ',"validUntil":'
-            + e(claims["validUntil"]) + '},"id":' + e(doc["id"]) + ',"issuanceDate":'
-            + e(doc["issuanceDate"]) + ',"issuer":' + e(doc["issuer"])
-            + (',"issuerEndpoint":' + e(doc["issuerEndpoint"]) if endpoint else "")
-            + ',"provenance":' + provenance + ',"type":[' + ",".join(map(e, types)) + "]}")
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: canonical_bytes names it
-        return None
-
-
-def _common_request(request: Any) -> str:
-    """The canonical text of an embedded request of the six fields and ``sig``; TypeError
-    or KeyError for any other."""
-    stamp, context = request["timestamp"], request["contextId"]
-    if type(request) is not dict or len(request) != _REQUEST_KEYS or type(stamp) is not int:
-        raise TypeError("not the common shape")
-    e = encode_basestring
-    return ('{"contextId":' + ("null" if context is None else e(context)) + ',"from":'
-            + e(request["from"]) + ',"messageId":' + e(request["messageId"]) + ',"sig":'
-            + e(request["sig"]) + ',"text":' + e(request["text"]) + ',"timestamp":'
-            + int.__repr__(stamp) + ',"to":' + e(request["to"]) + "}")
-
-
-def _plain_request(record: Mapping[str, Any]) -> tuple[dict[str, Any], bytes] | None:
-    """For an embedded request of the common shape -- a plain dict of exactly the six signed
-    fields and ``sig``, each of a type ``six_fields`` accepts as it is (str; an int
-    timestamp within range; contextId null or a str; a messageId of 1..MAX_ID_LEN) -- its
-    six fields and their canonical bytes (``canonical_bytes(six_fields(record))``, the same
-    bytes), spelled straight from the values as ``_common_request`` spells them. None for
-    any other shape (a keystate, a float or string timestamp, a str subclass, a lone
-    surrogate...), which takes the general path and its named reasons."""
-    if type(record) is not dict or len(record) != _REQUEST_KEYS or "sig" not in record:
-        return None
-    context, sender, mid = record.get("contextId"), record.get("from"), record.get("messageId")
-    text, stamp, to = record.get("text"), record.get("timestamp"), record.get("to")
-    if type(sender) is not str or type(to) is not str or type(mid) is not str \
-            or type(text) is not str or (context is not None and type(context) is not str) \
-            or type(stamp) is not int or not mid or len(mid) > MAX_ID_LEN \
-            or not -MAX_SAFE_INT <= stamp <= MAX_SAFE_INT or "contextId" not in record:
-        return None
-    e = encode_basestring
-    spelled = ('{"contextId":' + ("null" if context is None else e(context)) + ',"from":'
-               + e(sender) + ',"messageId":' + e(mid) + ',"text":' + e(text)
-               + ',"timestamp":' + int.__repr__(stamp) + ',"to":' + e(to) + "}")
-    try:
-        payload = spelled.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: canonical_bytes names it
-        return None
-    return ({"contextId": context, "from": sender, "messageId": mid, "text": text,
-             "timestamp": stamp, "to": to}, payload)
 
 
 def _check_expertise(expertise: list[Any]) -> None:
@@ -469,3 +318,114 @@ def _check_expertise(expertise: list[Any]) -> None:
 
 def _said(value: object) -> str:
     return repr(value)[:80] if not isinstance(value, str) else value[:120]
+
+
+# -- the common shape, in one pass --------------------------------------------------------
+
+# The credential as the reference and ``mint_introduction`` write it: how many keys it, its
+# credentialSubject and an embedded request have (with proof; with issuerEndpoint one more).
+# ``_verify_common`` reads each of those keys by name: a count that matches and no key
+# missing is exactly that key set.
+_TOP_KEYS, _CLAIM_KEYS, _REQUEST_KEYS = 7, 5, 7
+
+
+def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
+                   revoked: Revoked) -> Introduction | None:
+    """``verify_introduction`` for a plain dict of the shape the reference and
+    ``mint_introduction`` write -- exactly the keys the wire names (``issuerEndpoint`` one
+    more), each value of the type a parse gives (str; an int trust and request timestamp;
+    lists of str; a request of the six signed fields and ``sig``, no KeyState) -- or None,
+    having verified nothing, for any other shape (the general path answers it).
+
+    Its steps are the general path's, fewer: the types read prove what the shape checks
+    ask; the signed bytes are spelled straight from the values (keys in code-point order,
+    each string by the encoder ``canonical_bytes`` uses), the request's six fields within
+    them; the dates in the one spelling the reference writes are read without the general
+    pattern. The issuer's signature answers as the general path's would, every check before
+    it having passed; after it, a credential that misses any cheap rule goes to
+    ``_after_signature``, which names the first rule it breaks, so no signature is checked
+    twice. What is left can fail only at the request's signature or the revocation, in the
+    general order."""
+    try:
+        claims, prov, proof = doc["credentialSubject"], doc["provenance"], doc["proof"]
+        types, cid, issuer, issued_at = doc["type"], doc["id"], doc["issuer"], \
+            doc["issuanceDate"]
+        if type(claims) is not dict or type(prov) is not dict or type(proof) is not dict:
+            return None
+        sub, to, expertise, trust, until_at = claims["id"], claims["introducedTo"], \
+            claims["expertise"], claims["trustLevelBp"], claims["validUntil"]
+    except KeyError:
+        return None
+    endpoint = doc.get("issuerEndpoint")
+    if len(doc) != _TOP_KEYS + (endpoint is not None) or len(claims) != _CLAIM_KEYS \
+            or type(types) is not list or type(expertise) is not list or type(trust) is not int \
+            or type(cid) is not str or type(issuer) is not str or type(sub) is not str \
+            or type(to) is not str or type(issued_at) is not str or type(until_at) is not str \
+            or (endpoint is not None and type(endpoint) is not str) \
+            or "AgentIntroduction" not in types or not 0 < len(cid) <= MAX_ID_LEN:
+        return None  # (the bool is no int here: type(), not isinstance)
+    mode = prov.get("mode")
+    record: Any = prov.get("request")
+    e = encode_basestring  # TypeError for anything but a str
+    if type(mode) is not str:
+        return None
+    if mode == MODE_PROACTIVE and len(prov) == 1:
+        head = tail = ""  # no request: nothing more to verify
+        spelled_prov = '{"mode":"proactive"}'
+    elif mode == MODE_REQUESTED and len(prov) == 2 and type(record) is dict \
+            and len(record) == _REQUEST_KEYS:
+        try:
+            context, sender, mid, sig, text, stamp, asked = record["contextId"], \
+                record["from"], record["messageId"], record["sig"], record["text"], \
+                record["timestamp"], record["to"]
+        except KeyError:
+            return None
+        if type(sender) is not str or type(asked) is not str or type(mid) is not str \
+                or type(text) is not str or type(sig) is not str or type(stamp) is not int \
+                or (context is not None and type(context) is not str) \
+                or not 0 < len(mid) <= MAX_ID_LEN or not -MAX_SAFE_INT <= stamp <= MAX_SAFE_INT:
+            return None
+        head = (f'{{"contextId":{"null" if context is None else e(context)},"from":{e(sender)}'
+                f',"messageId":{e(mid)}')
+        tail = f'"text":{e(text)},"timestamp":{stamp},"to":{e(asked)}}}'
+        spelled_prov = f'{{"mode":"requested","request":{head},"sig":{e(sig)},{tail}}}'
+    else:
+        return None
+    spelled_end = "" if endpoint is None else ',"issuerEndpoint":' + e(endpoint)
+    try:
+        payload = (
+            f'{{"credentialSubject":{{"expertise":[{",".join(map(e, expertise))}],"id":{e(sub)}'
+            f',"introducedTo":{e(to)},"trustLevelBp":{trust},"validUntil":{e(until_at)}}}'
+            f',"id":{e(cid)},"issuanceDate":{e(issued_at)},"issuer":{e(issuer)}'
+            f'{spelled_end},"provenance":{spelled_prov},"type":[{",".join(map(e, types))}]}}'
+        ).encode()
+    except (TypeError, UnicodeEncodeError):  # a value of another type; a lone surrogate
+        return None
+    _issuer_signed(issuer, payload, proof.get("jws"))
+    until, issued = iso_seconds(until_at), iso_seconds(issued_at)
+    if sub != subject or to != recipient or not 0 <= trust <= BP_SCALE \
+            or len(expertise) > MAX_EXPERTISE \
+            or (expertise and max(map(len, expertise)) > MAX_EXPERTISE_CHARS) \
+            or until is None or until <= now or issued is None \
+            or (endpoint is not None and len(endpoint) > MAX_URL_CHARS):
+        return _after_signature(dict(doc), cid, issuer, claims, subject, recipient, now,
+                                revoked)
+    if head:  # requested
+        age, target = issued - stamp, _asked_for(text)
+        if sender != subject or asked != issuer or not -CLOCK_SKEW <= age <= INTRO_REQUEST_WINDOW \
+                or (target is not None and target != recipient):
+            return _after_signature(dict(doc), cid, issuer, claims, subject, recipient, now,
+                                    revoked)
+        try:
+            public, raw = verifying_key_from_did(sender)  # no KeyState: ``from`` signs
+            verify_strict(public, raw, f"{head},{tail}".encode(), sig)
+        except MuretaiError as exc:
+            raise _request_unsigned(exc) from None
+        provenance = proven_provenance(MODE_REQUESTED, proven_request(
+            subject, issuer, target, mid, stamp, MappingProxyType(record.copy())))
+    else:
+        provenance = PROACTIVE
+    if revoked(cid) if callable(revoked) else cid in revoked:
+        raise _revoked(cid)
+    return proven_introduction(cid, issuer, subject, recipient, tuple(expertise), trust,
+                                issued, until, provenance, endpoint, MappingProxyType(doc.copy()))
