@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from json.encoder import encode_basestring
 from types import MappingProxyType
 from typing import Any, TypeGuard
 
@@ -50,8 +49,8 @@ from muretai_cli.artifacts._intro_values import (
     iso_utc,
     parse_iso,
     proven_introduction,
-    proven_provenance,
     proven_request,
+    proven_requested,
     trust_bp,
 )
 from muretai_cli.artifacts._wording import REQUEST_PREFIX
@@ -327,6 +326,10 @@ def _said(value: object) -> str:
 # ``_verify_common`` reads each of those keys by name: a count that matches and no key
 # missing is exactly that key set.
 _TOP_KEYS, _CLAIM_KEYS, _REQUEST_KEYS = 7, 5, 7
+# Every byte but those of the characters the JSON string encoder escapes (", \ and the
+# controls U+0000-001F; UTF-8 spells every other character in bytes >= 0x20): a text whose
+# UTF-8 is all of these is spelled by ``canonical_bytes`` as itself between quotes.
+_UNESCAPED = bytes(b for b in range(0x20, 0x100) if b not in b'"\\')
 
 
 def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
@@ -334,18 +337,19 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
     """``verify_introduction`` for a plain dict of the shape the reference and
     ``mint_introduction`` write -- exactly the keys the wire names (``issuerEndpoint`` one
     more), each value of the type a parse gives (str; an int trust and request timestamp;
-    lists of str; a request of the six signed fields and ``sig``, no KeyState) -- or None,
-    having verified nothing, for any other shape (the general path answers it).
+    lists of str; a request of the six signed fields and ``sig``, no KeyState), no text the
+    JSON encoder would escape -- or None, having verified nothing, for any other shape (the
+    general path answers it).
 
     Its steps are the general path's, fewer: the types read prove what the shape checks
     ask; the signed bytes are spelled straight from the values (keys in code-point order,
-    each string by the encoder ``canonical_bytes`` uses), the request's six fields within
-    them; the dates in the one spelling the reference writes are read without the general
-    pattern. The issuer's signature answers as the general path's would, every check before
-    it having passed; after it, a credential that misses any cheap rule goes to
-    ``_after_signature``, which names the first rule it breaks, so no signature is checked
-    twice. What is left can fail only at the request's signature or the revocation, in the
-    general order."""
+    each text between quotes, as ``canonical_bytes`` spells a text it need not escape), the
+    request's six fields within them; the dates in the one spelling the reference writes
+    are read without the general pattern. The issuer's signature answers as the general
+    path's would, every check before it having passed; after it, a credential that misses
+    any cheap rule goes to ``_after_signature``, which names the first rule it breaks, so
+    no signature is checked twice. What is left can fail only at the request's signature
+    or the revocation, in the general order."""
     try:
         claims, prov, proof = doc["credentialSubject"], doc["provenance"], doc["proof"]
         types, cid, issuer, issued_at = doc["type"], doc["id"], doc["issuer"], \
@@ -366,14 +370,11 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
         return None  # (the bool is no int here: type(), not isinstance)
     mode = prov.get("mode")
     record: Any = prov.get("request")
-    e = encode_basestring  # TypeError for anything but a str
-    if type(mode) is not str:
-        return None
-    if mode == MODE_PROACTIVE and len(prov) == 1:
-        head = tail = ""  # no request: nothing more to verify
-        spelled_prov = '{"mode":"proactive"}'
-    elif mode == MODE_REQUESTED and len(prov) == 2 and type(record) is dict \
-            and len(record) == _REQUEST_KEYS:
+    if mode == MODE_PROACTIVE and type(mode) is str and len(prov) == 1:
+        asking = tail = ""  # no request: nothing more to verify
+        spelled_prov, request_texts = '{"mode":"proactive"}', ""
+    elif mode == MODE_REQUESTED and type(mode) is str and len(prov) == 2 \
+            and type(record) is dict and len(record) == _REQUEST_KEYS:
         try:
             context, sender, mid, sig, text, stamp, asked = record["contextId"], \
                 record["from"], record["messageId"], record["sig"], record["text"], \
@@ -385,23 +386,31 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
                 or (context is not None and type(context) is not str) \
                 or not 0 < len(mid) <= MAX_ID_LEN or not -MAX_SAFE_INT <= stamp <= MAX_SAFE_INT:
             return None
-        head = (f'{{"contextId":{"null" if context is None else e(context)},"from":{e(sender)}'
-                f',"messageId":{e(mid)}')
-        tail = f'"text":{e(text)},"timestamp":{stamp},"to":{e(asked)}}}'
-        spelled_prov = f'{{"mode":"requested","request":{head},"sig":{e(sig)},{tail}}}'
+        spelled_context = "null" if context is None else '"' + context + '"'
+        asking = f'{{"contextId":{spelled_context},"from":"{sender}","messageId":"{mid}"'
+        tail = f'"text":"{text}","timestamp":{stamp},"to":"{asked}"}}'
+        spelled_prov = f'{{"mode":"requested","request":{asking},"sig":"{sig}",{tail}}}'
+        request_texts = "".join((context or "", sender, mid, sig, text, asked))
     else:
         return None
-    spelled_end = "" if endpoint is None else ',"issuerEndpoint":' + e(endpoint)
-    try:
+    spelled_end = "" if endpoint is None else ',"issuerEndpoint":"' + endpoint + '"'
+    try:  # every text at once: if one needs escaping, the general path spells them
+        if "".join((sub, to, until_at, cid, issued_at, issuer, endpoint or "", *expertise,
+                    *types, request_texts)).encode().translate(None, _UNESCAPED):
+            return None
         payload = (
-            f'{{"credentialSubject":{{"expertise":[{",".join(map(e, expertise))}],"id":{e(sub)}'
-            f',"introducedTo":{e(to)},"trustLevelBp":{trust},"validUntil":{e(until_at)}}}'
-            f',"id":{e(cid)},"issuanceDate":{e(issued_at)},"issuer":{e(issuer)}'
-            f'{spelled_end},"provenance":{spelled_prov},"type":[{",".join(map(e, types))}]}}'
+            f'{{"credentialSubject":{{"expertise":[{_texts(expertise)}],"id":"{sub}"'
+            f',"introducedTo":"{to}","trustLevelBp":{trust},"validUntil":"{until_at}"}}'
+            f',"id":"{cid}","issuanceDate":"{issued_at}","issuer":"{issuer}"{spelled_end}'
+            f',"provenance":{spelled_prov},"type":[{_texts(types)}]}}'
         ).encode()
-    except (TypeError, UnicodeEncodeError):  # a value of another type; a lone surrogate
+    except (TypeError, UnicodeEncodeError):  # a list item not a str; a lone surrogate
         return None
-    _issuer_signed(issuer, payload, proof.get("jws"))
+    try:
+        public, raw = verifying_key_from_did(issuer)
+        verify_strict(public, raw, payload, proof.get("jws"))
+    except MuretaiError as exc:
+        raise _issuer_unsigned(exc) from None
     until, issued = iso_seconds(until_at), iso_seconds(issued_at)
     if sub != subject or to != recipient or not 0 <= trust <= BP_SCALE \
             or len(expertise) > MAX_EXPERTISE \
@@ -410,7 +419,7 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
             or (endpoint is not None and len(endpoint) > MAX_URL_CHARS):
         return _after_signature(dict(doc), cid, issuer, claims, subject, recipient, now,
                                 revoked)
-    if head:  # requested
+    if asking:  # requested
         age, target = issued - stamp, _asked_for(text)
         if sender != subject or asked != issuer or not -CLOCK_SKEW <= age <= INTRO_REQUEST_WINDOW \
                 or (target is not None and target != recipient):
@@ -418,14 +427,19 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
                                     revoked)
         try:
             public, raw = verifying_key_from_did(sender)  # no KeyState: ``from`` signs
-            verify_strict(public, raw, f"{head},{tail}".encode(), sig)
+            verify_strict(public, raw, f"{asking},{tail}".encode(), sig)
         except MuretaiError as exc:
             raise _request_unsigned(exc) from None
-        provenance = proven_provenance(MODE_REQUESTED, proven_request(
+        provenance = proven_requested(proven_request(
             subject, issuer, target, mid, stamp, MappingProxyType(record.copy())))
     else:
         provenance = PROACTIVE
     if revoked(cid) if callable(revoked) else cid in revoked:
         raise _revoked(cid)
     return proven_introduction(cid, issuer, subject, recipient, tuple(expertise), trust,
-                                issued, until, provenance, endpoint, MappingProxyType(doc.copy()))
+                               issued, until, provenance, endpoint, MappingProxyType(doc.copy()))
+
+
+def _texts(items: list[str]) -> str:
+    """Texts none of which needs escaping, as ``canonical_bytes`` spells them in a list."""
+    return '"' + '","'.join(items) + '"' if items else ""
