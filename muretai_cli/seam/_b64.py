@@ -26,10 +26,11 @@ def b64decode_strict(text: object, *, code: str = "sig-not-canonical-base64",
     if len(text) > max_len or len(text) % 4:
         raise Refused(code, f"length {len(text)} is not a multiple of 4 (or is too long)")
     try:
-        raw = binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
+        spelled = text.encode("ascii")
+        raw = binascii.a2b_base64(spelled, strict_mode=True)
     except (binascii.Error, UnicodeEncodeError):
         raise Refused(code, "not standard-alphabet padded base64") from None
-    if binascii.b2a_base64(raw, newline=False).decode("ascii") != text:
+    if binascii.b2a_base64(raw, newline=False) != spelled:  # (bytes to bytes: no decode)
         raise Refused(code, "decodes, but does not re-encode to the same string "
                             "(non-zero trailing bits)")
     return raw
