@@ -177,3 +177,19 @@ def test_an_arrival_carries_only_an_introduction_of_its_own_sender() -> None:
         _first_contact("m-1", of_mallory)
     with pytest.raises(TypeError, match="introduced"):
         _first_contact("m-2", {"issuer": ALICE.did})
+
+
+@pytest.mark.parametrize("status", ["allowed", "approved"])
+def test_an_introduction_never_lowers_a_sender_already_let_in(store: IdentityStore,
+                                                               status: Any) -> None:
+    from muretai_cli.artifacts.introduction import verify_introduction
+
+    intro = verify_introduction(mint_introduction(ALICE, subject=CAROL.did, to=BOB.did,
+                                                  now=NOW), subject=CAROL.did,
+                                recipient=BOB.did, now=NOW + 5)
+    store.set_sender(CAROL.did, status, NOW)
+    decided = store.db.all("SELECT count(*) FROM decisions")[0][0]
+    assert store.accept(_first_contact("m-1", intro), NOW + 6)
+    assert store.sender_status(CAROL.did) == status
+    assert store.db.all("SELECT count(*) FROM decisions")[0][0] == decided  # none added
+    assert store.introduced_by(CAROL.did) == ALICE.did

@@ -29,11 +29,10 @@ def record_introduced(tx: Tx | Database, intro: Introduction, now: int) -> None:
     tx.execute("INSERT INTO introduced (sender, issuer, credential_id, doc, at) "
                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (sender) DO NOTHING",
                (intro.subject, intro.issuer, intro.id, _dumps(intro.doc), now))
-    row = tx.one("SELECT status FROM senders WHERE did=?", (intro.subject,))
-    if row is None or row[0] not in ("allowed", "approved", "blocked"):
-        tx.execute("INSERT INTO senders (did, status, since) VALUES (?, 'approved', ?) "
-                   "ON CONFLICT (did) DO UPDATE SET status=excluded.status, "
-                   "since=excluded.since", (intro.subject, now))
+    if tx.all("INSERT INTO senders (did, status, since) VALUES (?, 'approved', ?) "
+              "ON CONFLICT (did) DO UPDATE SET status=excluded.status, since=excluded.since "
+              "WHERE senders.status NOT IN ('allowed', 'approved', 'blocked') RETURNING did",
+              (intro.subject, now)):
         tx.execute("INSERT INTO decisions (at, action, sender, request_id) "
                    "VALUES (?, 'introduced', ?, ?)", (now, intro.subject, intro.id))
 
