@@ -260,6 +260,13 @@ def signed_revocations(key: SigningKey, ids: Sequence[str], now: int) -> dict[st
     return mint_revocations(key, list(ids), now=now)
 
 
+def card_revocations(store: IdentityStore, key: SigningKey, now: int) -> dict[str, Any] | None:
+    """The signed list a relay card carries (``visit.relay.relay_card``), or None when
+    this identity revoked no introduction."""
+    ids = ProposalBook(store.db).revoked_ids()
+    return signed_revocations(key, ids, now) if ids else None
+
+
 # -- the way in (door and relay drain) ------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
