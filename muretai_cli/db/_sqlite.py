@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -172,6 +173,32 @@ class _DataVersion(Changes):
 _WAL_FILES = ("-wal", "-shm")  # beside a database in WAL mode, holding its latest writes
 
 
+def _create_private(path: Path) -> None:
+    """A new database file, empty and 600, before SQLite opens it (SQLite gives the -wal and
+    -shm files it makes the database file's mode, so they are 600 from their first byte).
+
+    An existing file is never opened here. SQLite's locks on a file are POSIX locks, held per
+    process and inode, and closing ANY descriptor of the file drops every one the process
+    holds on it: a store opened beside another of the same process (the MCP server's watcher,
+    drain and tool calls) took the other's shared lock away, so another process closing its
+    connection believed it was the last, checkpointed and deleted the WAL still in use here
+    (then ``database is locked``, ``SQLITE_IOERR_SHORT_READ``, a malformed file). So the file
+    is made under a name of its own and linked into place once that descriptor is closed.
+    (If it cannot be made, SQLite creates it or says why.)"""
+    if path.exists():
+        return
+    spare = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+    try:
+        os.close(os.open(spare, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+        with contextlib.suppress(FileExistsError):  # another process or thread made it
+            os.link(spare, path)
+    except OSError:
+        return
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(spare)
+
+
 class SqliteDatabase(Database):
     dialect = "sqlite"
 
@@ -180,11 +207,7 @@ class SqliteDatabase(Database):
         self.path = path
         if path.is_dir():  # sqlite3 would say only "unable to open database file"
             raise _is_directory(path)
-        # Created 600 before SQLite opens it: SQLite gives the -wal and -shm files it makes
-        # the database file's mode, so they are 600 from their first byte. (If it cannot be
-        # opened, sqlite3 says why below.)
-        with contextlib.suppress(OSError):
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        _create_private(path)
         try:
             self._db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT,
                                        check_same_thread=False, cached_statements=256)
