@@ -45,6 +45,7 @@ BUSY_TIMEOUT = 10.0
 # How often a watch asks the file whether anyone committed: a wake within this of the
 # commit, for one cheap PRAGMA (no disk read: the WAL index in shared memory) per tick.
 WATCH_INTERVAL = 0.01
+WAL_RETRY = 0.005  # between tries to turn a new file to WAL while another connection does
 _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
 # This says the storage refused (SQLite maps EIO, EFBIG and EDQUOT on a write to
 # SQLITE_IOERR_*; ENOSPC alone to SQLITE_FULL), not that the path is wrong. A permission
@@ -173,6 +174,26 @@ class _DataVersion(Changes):
 _WAL_FILES = ("-wal", "-shm")  # beside a database in WAL mode, holding its latest writes
 
 
+def _into_wal(conn: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, waiting as long as any lock for a connection that is
+    turning the same new file to WAL (or writing it) meanwhile.
+
+    Turning a new file to WAL takes its exclusive lock from inside a read, where SQLite never
+    calls the busy handler: two processes or threads opening one new store at once (the MCP
+    server's watcher and drain beside a command) had one fail at once with ``database is
+    locked``. Once the file is WAL the pragma only reads."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            name = getattr(exc, "sqlite_errorname", "")
+            if not name.startswith("SQLITE_BUSY") or time.monotonic() >= deadline:
+                raise
+        time.sleep(WAL_RETRY)
+
+
 def _create_private(path: Path) -> None:
     """A new database file, empty and 600, before SQLite opens it (SQLite gives the -wal and
     -shm files it makes the database file's mode, so they are 600 from their first byte).
@@ -215,7 +236,7 @@ class SqliteDatabase(Database):
             raise (_failure(exc, path) or InputError(
                 "bad-database", f"cannot open the database {path} ({exc})")) from None
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _into_wal(self._db)
             self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
             for private in (path, *(path.with_name(path.name + end) for end in _WAL_FILES)):
