@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from muretai_cli.db import DatabaseUnavailable, _sqlite
+from muretai_cli.inbox.store import IdentityStore, open_identity_store
+
+DID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
 
 
 def test_turning_a_new_file_to_wal_waits_for_a_connection_holding_it(
@@ -60,3 +63,27 @@ def test_a_wal_conversion_that_never_frees_fails_after_the_busy_timeout(
     finally:
         holder.close()
 
+
+def test_opening_a_current_store_takes_no_write_lock_and_commits_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command opens the identity's store (created and upgraded on open): a store at the
+    latest schema is only read, so an open neither waits behind a writer (here one holding
+    the write lock longer than the busy timeout) nor moves ``data_version``."""
+    path = tmp_path / "door.sqlite3"
+    open_identity_store(DID, str(path)).close()  # created, upgraded, marked as DID's
+    watcher = IdentityStore(path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # a writer mid-transaction (invite accept, a drain)
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.05)
+    try:
+        with watcher.db.changes() as changes:
+            store = open_identity_store(DID, str(path))
+            try:
+                assert store.latest_seq() == 0
+            finally:
+                store.close()
+            assert not changes.wait(0), "opening the store committed something"
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+        watcher.close()
