@@ -1,8 +1,9 @@
-"""Opening a SQLite store beside the connections already on its file: turning a new file to
-WAL waits for a connection that holds it, and opening a store already at the latest schema
-takes no write lock and commits nothing (so it neither waits behind a writer nor wakes a
-watcher). The rule that a second open in one process leaves the first its POSIX locks needs
-a second process: ``tests/e2e/test_db.py``."""
+"""A SQLite store beside the other connections on its file (the MCP server's watcher and
+drain, commands writing): turning a new file to WAL waits for a connection that holds it;
+opening a store already at the latest schema takes no write lock and commits nothing (so it
+neither waits behind a writer nor wakes a watcher); a watch holds no read between its polls
+(a checkpoint can always empty the WAL). The rule that a second open in one process leaves
+the first its POSIX locks needs a second process: ``tests/e2e/test_db.py``."""
 
 from __future__ import annotations
 
@@ -87,3 +88,23 @@ def test_opening_a_current_store_takes_no_write_lock_and_commits_nothing(
         writer.execute("ROLLBACK")
         writer.close()
         watcher.close()
+
+
+def test_a_watch_holds_no_read_between_its_polls(tmp_path: Path) -> None:
+    """A watch that kept a read open would pin its snapshot: no checkpoint could get past it,
+    and the WAL would grow for as long as the MCP server runs."""
+    db = _sqlite.SqliteDatabase(tmp_path / "watched.sqlite3")
+    writer = _sqlite.SqliteDatabase(tmp_path / "watched.sqlite3")
+    try:
+        db.execute("CREATE TABLE t (x INTEGER)")
+        with db.changes() as changes:
+            assert not changes.wait(0)
+            writer.execute("INSERT INTO t VALUES (1)")
+            assert changes.wait(0)
+            writer.execute("INSERT INTO t VALUES (2)")
+            busy, frames, done = writer.one("PRAGMA wal_checkpoint(TRUNCATE)") or (1, 0, 0)
+            assert (busy, frames, done) == (0, 0, 0), "the watch holds a read"
+            assert changes.wait(0)
+    finally:
+        writer.close()
+        db.close()
