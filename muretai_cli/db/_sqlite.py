@@ -211,8 +211,13 @@ def _create_private(path: Path) -> None:
     spare = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
     try:
         os.close(os.open(spare, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
-        with contextlib.suppress(FileExistsError):  # another process or thread made it
+        try:
             os.link(spare, path)
+        except FileExistsError:  # another process or thread made it meanwhile
+            pass
+        except OSError:  # a filesystem without hard links: made in place, never reopened
+            with contextlib.suppress(OSError):
+                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
     except OSError:
         return
     finally:

@@ -108,3 +108,32 @@ def test_a_watch_holds_no_read_between_its_polls(tmp_path: Path) -> None:
     finally:
         writer.close()
         db.close()
+
+
+@pytest.mark.parametrize("links", [True, False])
+def test_a_new_store_file_is_made_600_and_an_existing_one_is_never_opened(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, links: bool) -> None:
+    """Made 600 before SQLite opens it (with or without hard links on the filesystem), no
+    spare name left behind; a file that exists is left to SQLite: a descriptor of it opened
+    and closed here would drop the POSIX locks this process's other connections hold."""
+    import os
+    import stat
+
+    if not links:
+        def refuse(*_args: object) -> None:
+            raise PermissionError(1, "no hard links here")
+        monkeypatch.setattr(os, "link", refuse)
+    path = tmp_path / "made.sqlite3"
+    _sqlite._create_private(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["made.sqlite3"]
+    opened: list[object] = []
+    real_open = os.open
+
+    def spy(file: object, *args: object, **kwargs: object) -> int:
+        opened.append(file)
+        return real_open(file, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", spy)
+    _sqlite._create_private(path)
+    assert opened == []
