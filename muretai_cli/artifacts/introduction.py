@@ -24,6 +24,7 @@ credential, and returns an ``Introduction`` or raises ``Refused`` with a named r
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -231,9 +232,12 @@ def mint_introduction(key: SigningKey, *, subject: str, to: str, now: int,
 # -- verifying ----------------------------------------------------------------------------
 
 def check_request(record: object, *, subject: str, introducer: str, anchor: float,
-                  now: int) -> IntroductionRequest:
+                  now: int, again: bool = False) -> IntroductionRequest:
     """Verify an embedded request: signed by ``subject`` (or the op key its attached
-    KeyState delegates at ``now``), addressed to ``introducer``, live at ``anchor``."""
+    KeyState delegates at ``now``), addressed to ``introducer``, live at ``anchor``.
+    ``again``: its bytes and signature are ones that verified before (``verify_introduction``
+    's ``verified``), so a plain request's equation is not solved twice; one with a KeyState
+    is verified in full (its delegation is judged at ``now``)."""
     from muretai_cli.artifacts.keystate import resolve_op_did
 
     if not isinstance(record, Mapping):
@@ -242,7 +246,8 @@ def check_request(record: object, *, subject: str, introducer: str, anchor: floa
     try:
         if plain is not None:  # no keystate: the signer is ``from`` itself, as resolved
             fields, payload = plain
-            verify_signature(fields["from"], payload, record["sig"])
+            if not again:
+                verify_signature(fields["from"], payload, record["sig"])
         else:
             fields = six_fields(record)
             signer = resolve_op_did(fields["from"], record.get("keystate"), None,
@@ -277,13 +282,18 @@ def check_request(record: object, *, subject: str, introducer: str, anchor: floa
 
 
 def verify_introduction(credential: object, *, subject: str, recipient: str, now: int,
-                        revoked: Revoked = ()) -> Introduction:
+                        revoked: Revoked = (), verified: str | None = None) -> Introduction:
     """Verify ``credential`` as an introduction of ``subject`` to ``recipient`` at ``now``.
 
     In order: shape; the issuer's signature (bad-signature); the subject (wrong-subject);
     the recipient (wrong-recipient); expiry (expired); the provenance (unknown-mode,
     bad-provenance, request-stale, request-retargeted); ``revoked`` (a set of credential
     ids, or a predicate) (revoked). Total: anything else is ``Refused('malformed')``.
+
+    ``verified``: the ``signed_digest`` of a credential the caller verified before (a
+    proposal it holds). When this one's digest is the same, its signed bytes and
+    signatures are the very ones that verified then, and the Ed25519 equations (the
+    issuer's; a plain embedded request's) are not solved again; every other check is made.
     """
     if not subject or not recipient:
         raise Refused("wrong-recipient", "the verifier was given no subject or recipient")
@@ -301,11 +311,14 @@ def verify_introduction(credential: object, *, subject: str, recipient: str, now
     proof = doc.get("proof")
     if not isinstance(issuer, str) or not _is_object(claims) or not _is_object(proof):
         raise Refused("malformed", "an introduction needs issuer, credentialSubject and proof")
-    try:
-        verify_signature(issuer, _unsigned_bytes(doc), proof.get("jws"))
-    except MuretaiError as exc:
-        raise Refused("bad-signature", f"the issuer's signature does not verify "
-                                       f"({exc.code}: {exc.detail})") from None
+    unsigned, jws = _unsigned_bytes(doc), proof.get("jws")
+    again = verified is not None and _digest(unsigned, jws) == verified
+    if not again:
+        try:
+            verify_signature(issuer, unsigned, jws)
+        except MuretaiError as exc:
+            raise Refused("bad-signature", f"the issuer's signature does not verify "
+                                           f"({exc.code}: {exc.detail})") from None
     if claims.get("id") != subject:
         raise Refused("wrong-subject", f"the introduction is of {_said(claims.get('id'))}, "
                                        f"not of {subject}")
@@ -328,7 +341,7 @@ def verify_introduction(credential: object, *, subject: str, recipient: str, now
         raise Refused("expired", f"the introduction expired at {claims.get('validUntil')}")
     issued = parse_iso(doc.get("issuanceDate"), "issuanceDate")
     provenance = _provenance(doc, subject=subject, issuer=issuer, recipient=recipient,
-                             issued=issued, now=now)
+                             issued=issued, now=now, again=again)
     if revoked(cid) if callable(revoked) else cid in revoked:
         raise Refused("revoked", f"the issuer revoked introduction {cid}")
     endpoint = doc.get("issuerEndpoint")
@@ -339,7 +352,7 @@ def verify_introduction(credential: object, *, subject: str, recipient: str, now
 
 
 def _provenance(doc: Mapping[str, Any], *, subject: str, issuer: str, recipient: str,
-                issued: float, now: int) -> Provenance:
+                issued: float, now: int, again: bool = False) -> Provenance:
     if "provenance" not in doc:
         return Provenance("unrecorded")
     prov = doc["provenance"]
@@ -355,11 +368,25 @@ def _provenance(doc: Mapping[str, Any], *, subject: str, issuer: str, recipient:
         raise Refused("unknown-mode", f"provenance mode {_said(mode)} is not requested or "
                                       "proactive")
     request = check_request(prov.get("request"), subject=subject, introducer=issuer,
-                            anchor=issued, now=now)
+                            anchor=issued, now=now, again=again)
     if request.target is not None and request.target != recipient:
         raise Refused("request-retargeted", f"the subject asked to meet {request.target}, "
                                             f"not {recipient}")
     return Provenance("requested", request)
+
+
+def signed_digest(credential: Mapping[str, Any]) -> str:
+    """The digest of what an introduction's signatures cover (its signed bytes, which hold
+    an embedded request and its ``sig``, and the issuer's ``jws``), for a caller that
+    verified it to keep and hand back as ``verify_introduction``'s ``verified``."""
+    proof = credential.get("proof")
+    return _digest(_unsigned_bytes(dict(credential)),
+                   proof.get("jws") if isinstance(proof, Mapping) else None)
+
+
+def _digest(unsigned: bytes, jws: object) -> str:
+    spelled = jws.encode("utf-8", "surrogatepass") if isinstance(jws, str) else b"-"
+    return hashlib.sha256(len(unsigned).to_bytes(8, "big") + unsigned + spelled).hexdigest()
 
 
 def _is_object(value: object) -> TypeGuard[Mapping[str, Any]]:
