@@ -20,7 +20,13 @@ proactive credential, two for a requested one), and what the gate costs beyond t
 A quarantined door holds at most HELD_TOTAL messages, so the
 run stays below it.
 
+With ``--proposed`` the introducers first propose every credential to the door
+(``introduce/propose``, as ``op introduce`` does before it gifts the credential; untimed,
+PROPOSALS_PER_INTRODUCER at most each, so more introducers): the door verified each one
+then, and the first contact that carries it again is not solved twice (docs/trust.md).
+
     python bench/gate.py [--messages 800] [--rounds 8] [--clients 4] [--proactive]
+                         [--proposed]
 
 Prints lines on stderr and one JSON line on stdout.
 """
@@ -45,8 +51,10 @@ from door import drive, keep_reading, request_bytes  # type: ignore[import-not-f
 
 from muretai_cli.artifacts.introduction import mint_introduction, mint_request  # noqa: E402
 from muretai_cli.artifacts.message import build_message, build_message_send  # noqa: E402
+from muretai_cli.artifacts.vouch import mint_proposal  # noqa: E402
 from muretai_cli.inbox.store.receipts import HELD_TOTAL  # noqa: E402
 from muretai_cli.seam import SigningKey, sign_envelope  # noqa: E402
+from muretai_cli.seam._limits import PROPOSALS_PER_INTRODUCER  # noqa: E402
 from muretai_cli.transport.children import muretai_argv, read_port, stop  # noqa: E402
 
 TARGET = 1.10
@@ -103,9 +111,10 @@ def start_door(policy: str, contacts: list[str]) -> tuple[subprocess.Popen[bytes
 
 
 def first_contacts(count: int, door: str, issuers: list[SigningKey] | None,
-                   proactive: bool) -> list[bytes]:
+                   proactive: bool, proposals: list[bytes] | None = None) -> list[bytes]:
     """``count`` first contacts from fresh strangers; with ``issuers``, each carries an
-    introduction by one of them (``requested``, unless ``proactive``)."""
+    introduction by one of them (``requested``, unless ``proactive``), and ``proposals``
+    gets each credential's ``introduce/propose`` request."""
     now = int(time.time())
     out = []
     for i in range(count):
@@ -117,9 +126,14 @@ def first_contacts(count: int, door: str, issuers: list[SigningKey] | None,
             issuer = issuers[i % len(issuers)]
             request = None if proactive else mint_request(
                 sender, introducer=issuer.did, target=door, now=now - 60)
-            msg["metadata"]["vc"] = mint_introduction(
-                issuer, subject=sender.did, to=door, now=now - 30, request=request,
-                expertise=["ledgers", "rust"], trust=800)
+            vc = mint_introduction(issuer, subject=sender.did, to=door, now=now - 30,
+                                   request=request, expertise=["ledgers", "rust"], trust=800)
+            msg["metadata"]["vc"] = vc
+            if proposals is not None:
+                proposals.append(request_bytes(json.dumps(
+                    {"jsonrpc": "2.0", "id": i, "method": "introduce/propose",
+                     "params": mint_proposal(issuer, vc, to=door, now=now)},
+                    separators=(",", ":")).encode()))
         body = json.dumps(build_message_send(msg, i), separators=(",", ":")).encode()
         out.append(request_bytes(body))
     return out
@@ -141,17 +155,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--proactive", action="store_true",
                         help="proactive credentials (one signature) instead of requested")
+    parser.add_argument("--proposed", action="store_true",
+                        help="each credential proposed to the door first (untimed)")
     args = parser.parse_args(argv)
     if args.messages + WARMUP > HELD_TOTAL:
         parser.error(f"--messages must leave room for the warm-up under HELD_TOTAL "
                      f"({HELD_TOTAL - WARMUP} at most)")
-    issuers = [SigningKey.generate() for _ in range(ISSUERS)]
+    count = ISSUERS if not args.proposed else -(-(args.messages + WARMUP)
+                                               // PROPOSALS_PER_INTRODUCER)
+    issuers = [SigningKey.generate() for _ in range(max(ISSUERS, count))]
     print(f"pre-signing 2 x {args.messages + WARMUP} first contacts...", file=sys.stderr)
     gated_proc, gated_port, gated_did = start_door("introduced", [k.did for k in issuers])
     plain_proc, plain_port, plain_did = start_door("quarantine", [])
     try:
-        gated = first_contacts(args.messages + WARMUP, gated_did, issuers, args.proactive)
+        proposals: list[bytes] | None = [] if args.proposed else None
+        gated = first_contacts(args.messages + WARMUP, gated_did, issuers, args.proactive,
+                               proposals)
         plain = first_contacts(args.messages + WARMUP, plain_did, None, False)
+        if proposals:
+            print(f"proposing {len(proposals)} credentials to the door (untimed)...",
+                  file=sys.stderr)
+            _, ok = send(gated_proc.pid, gated_port, proposals, args.clients, b'"held"')
+            if ok != len(proposals):
+                raise SystemExit(f"{ok}/{len(proposals)} proposals were held")
         sides = {
             "introduced": (gated_proc.pid, gated_port, b'"result"'),
             "quarantine": (plain_proc.pid, plain_port, b'"requestId"'),
@@ -184,12 +210,14 @@ def main(argv: list[str] | None = None) -> int:
         ratio = gated_us / plain_us
         rounds.sort()
         raw_us = verify_us()
-        signatures = 1 if args.proactive else 2  # the issuer's, and the embedded request's
+        # the issuer's, and the embedded request's; none again for a proposed credential
+        signatures = 0 if args.proposed else 1 if args.proactive else 2
         floor = (plain_us + signatures * raw_us) / plain_us
         summary: dict[str, Any] = {
             "ok": ratio <= TARGET,
             "bench": "gate",
             "credential": "proactive" if args.proactive else "requested",
+            "proposedFirst": args.proposed,
             "messagesEach": done["introduced"],
             "rounds": args.rounds,
             "introducedCpuUsPerMessage": round(gated_us, 1),
@@ -203,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             "signatureFloorRatio": round(floor, 3),
             "beyondSignaturesUsPerMessage": round(gated_us - plain_us - signatures * raw_us, 1),
         }
-        print(f"introduced (admitted, {summary['credential']} vouch) {gated_us:.0f} us/msg; "
+        print(f"introduced (admitted, {summary['credential']} vouch"
+              f"{', proposed first' if args.proposed else ''}) {gated_us:.0f} us/msg; "
               f"quarantine (held knock) {plain_us:.0f} us/msg; ratio {ratio:.3f} "
               f"(rounds {rounds[0]:.3f}-{rounds[-1]:.3f}; target <= {TARGET}); raw Ed25519 "
               f"verify {raw_us:.0f} us here, so the credential's {signatures} signature(s) "

@@ -24,6 +24,7 @@ credential, and returns an ``Introduction`` or raises ``Refused`` with a named r
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -75,7 +76,8 @@ __all__ = ["BP_SCALE", "DEFAULT_VALIDITY", "INTRODUCTION_TYPE", "MAX_EXPERTISE",
            "MAX_EXPERTISE_CHARS", "MAX_URL_CHARS", "MODE_PROACTIVE", "MODE_REQUESTED",
            "PROOF_TYPE", "Introduction", "IntroductionRequest", "Mode", "Provenance",
            "Revoked", "check_request", "iso_utc", "mint_introduction", "mint_request",
-           "parse_iso", "request_text", "signing_payload", "trust_bp", "verify_introduction"]
+           "parse_iso", "request_text", "signed_digest", "signing_payload", "trust_bp",
+           "verify_introduction"]
 
 def request_text(target: str) -> str:
     """The signed text of "introduce me to ``target``"."""
@@ -142,17 +144,22 @@ def mint_introduction(key: SigningKey, *, subject: str, to: str, now: int,
 # -- verifying ----------------------------------------------------------------------------
 
 def check_request(record: object, *, subject: str, introducer: str, anchor: float,
-                  now: int) -> IntroductionRequest:
+                  now: int, again: bool = False) -> IntroductionRequest:
     """Verify an embedded request: signed by ``subject`` (or the op key its attached
-    KeyState delegates at ``now``), addressed to ``introducer``, live at ``anchor``."""
+    KeyState delegates at ``now``), addressed to ``introducer``, live at ``anchor``.
+    ``again``: its bytes and signature are ones that verified before (``verify_introduction``
+    's ``verified``), so a request without a KeyState is not solved twice; one with a
+    KeyState is verified in full (its delegation is judged at ``now``)."""
     from muretai_cli.artifacts.keystate import resolve_op_did
 
     if not isinstance(record, Mapping):
         raise Refused("bad-provenance", "the embedded request is not a JSON object")
     try:
         fields = six_fields(record)
-        signer = resolve_op_did(fields["from"], record.get("keystate"), None, now=now).op_did
-        check_signed_fields(fields, record.get("sig"), signer=signer)
+        if not again or record.get("keystate") is not None:
+            signer = resolve_op_did(fields["from"], record.get("keystate"), None,
+                                    now=now).op_did
+            check_signed_fields(fields, record.get("sig"), signer=signer)
     except MuretaiError as exc:
         raise _request_unsigned(exc) from None
     if fields["from"] != subject:
@@ -178,7 +185,7 @@ def check_request(record: object, *, subject: str, introducer: str, anchor: floa
 
 
 def verify_introduction(credential: object, *, subject: str, recipient: str, now: int,
-                        revoked: Revoked = ()) -> Introduction:
+                        revoked: Revoked = (), verified: str | None = None) -> Introduction:
     """Verify ``credential`` as an introduction of ``subject`` to ``recipient`` at ``now``.
 
     In order: shape; the issuer's signature (bad-signature); the subject (wrong-subject);
@@ -187,11 +194,17 @@ def verify_introduction(credential: object, *, subject: str, recipient: str, now
     ids, or a predicate) (revoked). Total: anything else is ``Refused('malformed')``.
     A plain dict of the common shape takes ``_verify_common``, which reaches the same
     verdict by fewer steps; anything else, the steps below.
+
+    ``verified``: the ``signed_digest`` of a credential the caller verified before (a
+    proposal it holds). When this one's digest is the same, its signed bytes and
+    signatures are the very ones that verified then, and the Ed25519 equations (the
+    issuer's; an embedded request's without a KeyState) are not solved again; every other
+    check is made.
     """
     if not subject or not recipient:
         raise Refused("wrong-recipient", "the verifier was given no subject or recipient")
     if type(credential) is dict:
-        common = _verify_common(credential, subject, recipient, now, revoked)
+        common = _verify_common(credential, subject, recipient, now, revoked, verified)
         if common is not None:
             return common
     if not _is_object(credential):
@@ -212,12 +225,16 @@ def verify_introduction(credential: object, *, subject: str, recipient: str, now
         payload = signing_payload(doc)
     except MuretaiError as exc:  # a lone surrogate, a NaN: bytes no signer could have signed
         raise _issuer_unsigned(exc) from None
-    _issuer_signed(issuer, payload, proof.get("jws"))
-    return _after_signature(doc, cid, issuer, claims, subject, recipient, now, revoked)
+    jws = proof.get("jws")
+    again = verified is not None and _digest(payload, jws) == verified
+    if not again:
+        _issuer_signed(issuer, payload, jws)
+    return _after_signature(doc, cid, issuer, claims, subject, recipient, now, revoked, again)
 
 
 def _after_signature(doc: dict[str, Any], cid: str, issuer: str, claims: Mapping[str, Any],
-                     subject: str, recipient: str, now: int, revoked: Revoked) -> Introduction:
+                     subject: str, recipient: str, now: int, revoked: Revoked,
+                     again: bool) -> Introduction:
     """The rules after the issuer's signature, in ``verify_introduction``'s order."""
     if claims.get("id") != subject:
         raise Refused("wrong-subject", f"the introduction is of {_said(claims.get('id'))}, "
@@ -241,7 +258,7 @@ def _after_signature(doc: dict[str, Any], cid: str, issuer: str, claims: Mapping
         raise Refused("expired", f"the introduction expired at {claims.get('validUntil')}")
     issued = parse_iso(doc.get("issuanceDate"), "issuanceDate")
     provenance = _provenance(doc, subject=subject, issuer=issuer, recipient=recipient,
-                             issued=issued, now=now)
+                             issued=issued, now=now, again=again)
     if revoked(cid) if callable(revoked) else cid in revoked:
         raise _revoked(cid)
     endpoint = doc.get("issuerEndpoint")
@@ -252,7 +269,7 @@ def _after_signature(doc: dict[str, Any], cid: str, issuer: str, claims: Mapping
 
 
 def _provenance(doc: Mapping[str, Any], *, subject: str, issuer: str, recipient: str,
-                issued: float, now: int) -> Provenance:
+                issued: float, now: int, again: bool) -> Provenance:
     if "provenance" not in doc:
         return Provenance("unrecorded")
     prov = doc["provenance"]
@@ -268,11 +285,25 @@ def _provenance(doc: Mapping[str, Any], *, subject: str, issuer: str, recipient:
         raise Refused("unknown-mode", f"provenance mode {_said(mode)} is not requested or "
                                       "proactive")
     request = check_request(prov.get("request"), subject=subject, introducer=issuer,
-                            anchor=issued, now=now)
+                            anchor=issued, now=now, again=again)
     if request.target is not None and request.target != recipient:
         raise Refused("request-retargeted", f"the subject asked to meet {request.target}, "
                                             f"not {recipient}")
     return Provenance("requested", request)
+
+
+def signed_digest(credential: Mapping[str, Any]) -> str:
+    """The digest of what an introduction's signatures cover (its signed bytes, which hold
+    an embedded request and its ``sig``, and the issuer's ``jws``), for a caller that
+    verified it to keep and hand back as ``verify_introduction``'s ``verified``."""
+    proof = credential.get("proof")
+    return _digest(signing_payload(credential),
+                   proof.get("jws") if isinstance(proof, Mapping) else None)
+
+
+def _digest(unsigned: bytes, jws: object) -> str:
+    spelled = jws.encode("utf-8", "surrogatepass") if isinstance(jws, str) else b"-"
+    return hashlib.sha256(len(unsigned).to_bytes(8, "big") + unsigned + spelled).hexdigest()
 
 
 def _issuer_signed(issuer: str, payload: bytes, jws: object) -> None:
@@ -333,7 +364,7 @@ _UNESCAPED = bytes(b for b in range(0x20, 0x100) if b not in b'"\\')
 
 
 def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
-                   revoked: Revoked) -> Introduction | None:
+                   revoked: Revoked, verified: str | None) -> Introduction | None:
     """``verify_introduction`` for a plain dict of the shape the reference and
     ``mint_introduction`` write -- exactly the keys the wire names (``issuerEndpoint`` one
     more), each value of the type a parse gives (str; an int trust and request timestamp;
@@ -406,11 +437,14 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
         ).encode()
     except (TypeError, UnicodeEncodeError):  # a list item not a str; a lone surrogate
         return None
-    try:
-        public, raw = verifying_key_from_did(issuer)
-        verify_strict(public, raw, payload, proof.get("jws"))
-    except MuretaiError as exc:
-        raise _issuer_unsigned(exc) from None
+    jws = proof.get("jws")
+    again = verified is not None and _digest(payload, jws) == verified
+    if not again:
+        try:
+            public, raw = verifying_key_from_did(issuer)
+            verify_strict(public, raw, payload, jws)
+        except MuretaiError as exc:
+            raise _issuer_unsigned(exc) from None
     until, issued = iso_seconds(until_at), iso_seconds(issued_at)
     if sub != subject or to != recipient or not 0 <= trust <= BP_SCALE \
             or len(expertise) > MAX_EXPERTISE \
@@ -418,18 +452,19 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
             or until is None or until <= now or issued is None \
             or (endpoint is not None and len(endpoint) > MAX_URL_CHARS):
         return _after_signature(dict(doc), cid, issuer, claims, subject, recipient, now,
-                                revoked)
+                                revoked, again)
     if asking:  # requested
         age, target = issued - stamp, _asked_for(text)
         if sender != subject or asked != issuer or not -CLOCK_SKEW <= age <= INTRO_REQUEST_WINDOW \
                 or (target is not None and target != recipient):
             return _after_signature(dict(doc), cid, issuer, claims, subject, recipient, now,
-                                    revoked)
-        try:
-            public, raw = verifying_key_from_did(sender)  # no KeyState: ``from`` signs
-            verify_strict(public, raw, f"{asking},{tail}".encode(), sig)
-        except MuretaiError as exc:
-            raise _request_unsigned(exc) from None
+                                    revoked, again)
+        if not again:
+            try:
+                public, raw = verifying_key_from_did(sender)  # no KeyState: ``from`` signs
+                verify_strict(public, raw, f"{asking},{tail}".encode(), sig)
+            except MuretaiError as exc:
+                raise _request_unsigned(exc) from None
         provenance = proven_requested(proven_request(
             subject, issuer, target, mid, stamp, MappingProxyType(record.copy())))
     else:

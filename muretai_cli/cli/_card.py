@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -157,9 +157,10 @@ def publish(
 
     from muretai_cli.cli._acting import load_identity
     from muretai_cli.cli._durations import parse_seconds
+    from muretai_cli.cli._vouch import relay_card_revocations
     from muretai_cli.home import Profiles
     from muretai_cli.urls import parse_base_url
-    from muretai_cli.visit.relay import RelayClient
+    from muretai_cli.visit.relay import RelayClient, relay_card
 
     ident = load_identity(as_, keys)
     relay = Profiles().relay_of(ident.did)
@@ -168,11 +169,8 @@ def publish(
                          hint=f"set one with `muretai id relay {ident.name} URL`")
     door = parse_base_url(url).text if url else ""
     key = ident.signing_key()
-    card: dict[str, Any] = {"did": key.did, "name": name or ident.name, "url": door,
-                            "relay": relay, "enc_pub": key.enc_pub}
-    from muretai_cli.cli._vouch import relay_card_revocations
-
-    card.update(relay_card_revocations(ident, key, int(time.time())))
+    card = relay_card(key, name=name or ident.name, relay=relay, door=door,
+                      revocations=relay_card_revocations(ident, key, int(time.time())))
     client = RelayClient(relay, client_for, timeout=parse_seconds(timeout))
     with progress(f"publishing to {relay}"):
         envelope = client.publish_signed(key, card, int(time.time()))

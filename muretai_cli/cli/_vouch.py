@@ -157,18 +157,17 @@ def introduce_revocations(ctx: typer.Context) -> None:
     emit_json(signed_revocations(key, ids, int(time.time())))
 
 
-def relay_card_revocations(ident: Identity, key: SigningKey, now: int) -> dict[str, Any]:
-    """``{"revocations": <signed list>}`` for the card ``card publish`` puts on the relay,
-    when the identity revoked any introduction (nothing otherwise)."""
+def relay_card_revocations(ident: Identity, key: SigningKey, now: int
+                           ) -> dict[str, Any] | None:
+    """``inbox.proposals.card_revocations`` from the identity's own store."""
     from muretai_cli.cli._door import open_store
-    from muretai_cli.inbox.proposals import ProposalBook, signed_revocations
+    from muretai_cli.inbox.proposals import card_revocations
 
     store = open_store(ident)
     try:
-        ids = ProposalBook(store.db).revoked_ids()
+        return card_revocations(store, key, now)
     finally:
         store.close()
-    return {"revocations": signed_revocations(key, ids, now)} if ids else {}
 
 
 # -- the target's review (``op requests``) ---------------------------------------------------

@@ -57,8 +57,15 @@ def version_of(db: Database, schema: Schema) -> int:
 
 
 def upgrade(db: Database, schema: Schema) -> tuple[int, int]:
-    """Apply the missing migrations; returns (from, to). Refuses a newer-than-known schema."""
+    """Apply the missing migrations; returns (from, to). Refuses a newer-than-known schema.
+
+    A database already at the latest version is only read: opening a SQLite store (which
+    upgrades it) then takes no write lock and commits nothing, so it neither waits behind a
+    writer nor wakes every watcher of the file (``Database.changes``)."""
     db.ensure_namespace()
+    current = version_of(db, schema)
+    if current == schema.latest:  # every SQLite open comes here: a read, no write lock
+        return current, current
     with db.transaction() as tx:
         for stmt in statements(render_ddl(VERSION_TABLE, db.dialect)):
             tx.execute(stmt)

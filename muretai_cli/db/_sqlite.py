@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +45,7 @@ BUSY_TIMEOUT = 10.0
 # How often a watch asks the file whether anyone committed: a wake within this of the
 # commit, for one cheap PRAGMA (no disk read: the WAL index in shared memory) per tick.
 WATCH_INTERVAL = 0.01
+WAL_RETRY = 0.005  # between tries to turn a new file to WAL while another connection does
 _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
 # This says the storage refused (SQLite maps EIO, EFBIG and EDQUOT on a write to
 # SQLITE_IOERR_*; ENOSPC alone to SQLITE_FULL), not that the path is wrong. A permission
@@ -172,6 +174,57 @@ class _DataVersion(Changes):
 _WAL_FILES = ("-wal", "-shm")  # beside a database in WAL mode, holding its latest writes
 
 
+def _into_wal(conn: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, waiting as long as any lock for a connection that is
+    turning the same new file to WAL (or writing it) meanwhile.
+
+    Turning a new file to WAL takes its exclusive lock from inside a read, where SQLite never
+    calls the busy handler: two processes or threads opening one new store at once (the MCP
+    server's watcher and drain beside a command) had one fail at once with ``database is
+    locked``. Once the file is WAL the pragma only reads."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            name = getattr(exc, "sqlite_errorname", "")
+            if not name.startswith("SQLITE_BUSY") or time.monotonic() >= deadline:
+                raise
+        time.sleep(WAL_RETRY)
+
+
+def _create_private(path: Path) -> None:
+    """A new database file, empty and 600, before SQLite opens it (SQLite gives the -wal and
+    -shm files it makes the database file's mode, so they are 600 from their first byte).
+
+    An existing file is never opened here. SQLite's locks on a file are POSIX locks, held per
+    process and inode, and closing ANY descriptor of the file drops every one the process
+    holds on it: a store opened beside another of the same process (the MCP server's watcher,
+    drain and tool calls) took the other's shared lock away, so another process closing its
+    connection believed it was the last, checkpointed and deleted the WAL still in use here
+    (then ``database is locked``, ``SQLITE_IOERR_SHORT_READ``, a malformed file). So the file
+    is made under a name of its own and linked into place once that descriptor is closed.
+    (If it cannot be made, SQLite creates it or says why.)"""
+    if path.exists():
+        return
+    spare = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+    try:
+        os.close(os.open(spare, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+        try:
+            os.link(spare, path)
+        except FileExistsError:  # another process or thread made it meanwhile
+            pass
+        except OSError:  # a filesystem without hard links: made in place, never reopened
+            with contextlib.suppress(OSError):
+                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        return
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(spare)
+
+
 class SqliteDatabase(Database):
     dialect = "sqlite"
 
@@ -180,11 +233,7 @@ class SqliteDatabase(Database):
         self.path = path
         if path.is_dir():  # sqlite3 would say only "unable to open database file"
             raise _is_directory(path)
-        # Created 600 before SQLite opens it: SQLite gives the -wal and -shm files it makes
-        # the database file's mode, so they are 600 from their first byte. (If it cannot be
-        # opened, sqlite3 says why below.)
-        with contextlib.suppress(OSError):
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        _create_private(path)
         try:
             self._db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT,
                                        check_same_thread=False, cached_statements=256)
@@ -192,7 +241,7 @@ class SqliteDatabase(Database):
             raise (_failure(exc, path) or InputError(
                 "bad-database", f"cannot open the database {path} ({exc})")) from None
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _into_wal(self._db)
             self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
             for private in (path, *(path.with_name(path.name + end) for end in _WAL_FILES)):

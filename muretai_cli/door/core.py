@@ -290,12 +290,13 @@ class Door:
             if limits:  # counted before a hold: a flood of strangers is limited too
                 self._refuse_rate(await io.take_rate(store, limits, now))
                 limits = []
-            await io.call(lambda: consent.judge(store, policy, admitted, status, now,
-                                                gate=self._gate, book=self.vouches))
+            judged = admitted
+            admitted = await io.call(lambda: consent.judge(store, policy, judged, status, now,
+                                                           gate=self._gate, book=self.vouches))
         else:
             try:
-                consent.judge(store, policy, admitted, status, now, gate=self._gate,
-                              book=self.vouches)
+                admitted = consent.judge(store, policy, admitted, status, now,
+                                         gate=self._gate, book=self.vouches)
             except RpcError:  # a refusal is counted too, as every verified request is
                 if limits:
                     self._refuse_rate(await io.take_rate(store, limits, now))

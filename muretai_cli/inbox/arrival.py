@@ -23,6 +23,7 @@ from muretai_cli.inbox.ladder import Code, RpcError
 from muretai_cli.seam import MESSAGE_WINDOW
 
 if TYPE_CHECKING:
+    from muretai_cli.artifacts.introduction import Introduction
     from muretai_cli.artifacts.keystate import KeyState
 
 __all__ = ["CLAIM_WINDOW", "DOOR_WINDOW", "Arrival", "Channel", "Window", "read_envelope",
@@ -102,6 +103,10 @@ class Arrival:
     vc: Any = None
     held_vc: Any = None
     held_reach: tuple[str | None, str | None, str | None] = (None, None, None)
+    # The introduction the gate admitted this first contact on (``consent.judge``): the
+    # commit records it (introduced by its issuer, the sender approved) in the same
+    # transaction as the message, so the two land together or not at all.
+    introduced: Introduction | None = None
 
     def __post_init__(self) -> None:
         for name in ("sender", "message_id", "text", "to", "sig"):
@@ -120,6 +125,12 @@ class Arrival:
             raise TypeError("an Arrival's held_reach is (url, relay, enc_pub)")
         for part in self.held_reach:
             _text("held_reach", part, optional=True)
+        if self.introduced is not None:
+            from muretai_cli.artifacts.introduction import Introduction
+
+            if not isinstance(self.introduced, Introduction) \
+                    or self.introduced.subject != self.sender:
+                raise TypeError("an Arrival's introduced is an Introduction of its sender")
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Arrival:

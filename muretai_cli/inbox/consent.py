@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from muretai_cli.errors import MuretaiError, Refused
@@ -105,8 +105,8 @@ def admit(store: IdentityStore, policy: Policy, arrival: Arrival, status: str | 
 
     ``gate(request_id)`` builds the data of the awaiting-approval answer for a held message.
     """
-    judge(store, policy, arrival, status, now, gate=gate, book=book)
-    if not store.accept(arrival, now):
+    if not store.accept(judge(store, policy, arrival, status, now, gate=gate, book=book),
+                        now):
         raise RpcError(Code.REPLAY_OR_STALE, "replay")
     return "accepted"
 
@@ -122,25 +122,29 @@ def consults_store(policy: Policy, status: str | None, arrival: Arrival | None =
 
 def judge(store: IdentityStore, policy: Policy, arrival: Arrival, status: str | None,
           now: int, *, gate: Callable[[str], dict[str, Any]],
-          book: VouchBook = NO_VOUCH_BOOK) -> None:
-    """The policy's verdict before the commit: returns when the message is to be accepted
-    (``store.accept``, by the caller), raises the refusal otherwise, or holds the message
-    (a first contact in quarantine, or one vouched for by a stranger) and raises the
-    awaiting-approval answer. ``book`` answers for revocations and proposals."""
+          book: VouchBook = NO_VOUCH_BOOK) -> Arrival:
+    """The policy's verdict before the commit: returns the message to accept
+    (``store.accept``, by the caller: ``arrival``, or, admitted on an introduction, it with
+    ``introduced`` set, which the accept records in its own transaction), raises the refusal
+    otherwise, or holds the message (a first contact in quarantine, or one vouched for by a
+    stranger) and raises the awaiting-approval answer. ``book`` answers for revocations and
+    proposals."""
     if status == "blocked":  # whatever it carries: a credential never overrides a block
         raise RpcError(Code.INTRODUCTION_REQUIRED, "blocked")
     if policy != "open" and status == "rejected":
         raise RpcError(Code.INTRODUCTION_REQUIRED, "rejected")
+    admitted = arrival
     if _stranger(store, policy, arrival, status, now):
         vouch = _vouch(store, arrival, now, book) if arrival.vc is not None else None
         if vouch is None:
             _no_vouch(store, policy, arrival, now, gate)
         elif vouch.verdict == "introduced":
-            store.record_introduced(vouch.intro, now)
+            admitted = replace(arrival, introduced=vouch.intro)
         elif policy != "open":
             _hold_vouched(store, policy, arrival, vouch, now, gate)
     if arrival.held_vc is not None:
         keep_gift(store, arrival, now, book)
+    return admitted
 
 
 def _stranger(store: IdentityStore, policy: Policy, arrival: Arrival, status: str | None,
@@ -207,12 +211,15 @@ def _vouch(store: IdentityStore, arrival: Arrival, now: int, book: VouchBook) ->
     """The introduction a first contact carries, verified for (sender, me) at ``now`` and
     unrevoked, and the gate's verdict on it; ``INTRODUCTION_INVALID`` (broken, retargeted,
     expired, replayed, revoked, declined) or ``ISSUER_NOT_TRUSTED`` (a blocked issuer)."""
+    cid = arrival.vc.get("id") if isinstance(arrival.vc, dict) else None
+    # The owner's review of its proposal, read first: a credential that verified when it
+    # was proposed here, carried again byte for byte, is not solved twice (``verified``).
+    review, digest = book.review(cid) if isinstance(cid, str) else (None, None)
     intro = verified(arrival.vc, subject=arrival.sender, recipient=arrival.to, now=now,
-                     book=book)
+                     book=book, digest=digest)
     issuer_status = store.sender_status(intro.issuer)
     if issuer_status == "blocked":
         raise RpcError(Code.ISSUER_NOT_TRUSTED, "issuer-blocked")
-    review = book.proposal(intro.id)
     if review == "declined":
         raise RpcError(Code.INTRODUCTION_INVALID, "introduction-declined")
     # A contact's vouch opens the door by itself: a proposal of it still pending review holds
@@ -225,10 +232,11 @@ def _vouch(store: IdentityStore, arrival: Arrival, now: int, book: VouchBook) ->
 
 
 def verified(credential: object, *, subject: str, recipient: str, now: int,
-             book: VouchBook) -> Introduction:
+             book: VouchBook, digest: str | None = None) -> Introduction:
     """``verify_introduction`` with ``book``'s revocations, its refusal as
     ``INTRODUCTION_INVALID`` named ``introduction-<reason>`` (``introduction-expired``,
-    ``introduction-wrong-recipient``…)."""
+    ``introduction-wrong-recipient``…). ``digest``: the ``signed_digest`` of this
+    credential id as it verified before here (its proposal)."""
     from muretai_cli.artifacts.introduction import verify_introduction
 
     doc = credential if isinstance(credential, dict) else {}
@@ -241,7 +249,7 @@ def verified(credential: object, *, subject: str, recipient: str, now: int,
 
     try:
         return verify_introduction(credential, subject=subject, recipient=recipient, now=now,
-                                   revoked=revoked)
+                                   revoked=revoked, verified=digest)
     except MuretaiError as exc:
         raise RpcError(Code.INTRODUCTION_INVALID, f"introduction-{exc.code}",
                        detail=f"the introduction is refused: {exc.detail[:200]}") from None

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from muretai_cli.artifacts.introduction import signed_digest
 from muretai_cli.artifacts.vouch import (
     Decision,
     Proposal,
@@ -40,6 +41,14 @@ if TYPE_CHECKING:
     from muretai_cli.db import Database, Tx
     from muretai_cli.inbox.store import IdentityStore
     from muretai_cli.seam import SigningKey
+
+# Version 14 (``inbox.store.door_schema``): what a proposal's credential was when it
+# verified on arrival (``artifacts.introduction.signed_digest``), by credential id, so the
+# gate need not solve the same signatures again when its subject's first contact carries
+# the very same credential.
+VERIFIED_TABLES = """
+CREATE TABLE IF NOT EXISTS intro_verified (credential_id TEXT PRIMARY KEY, digest TEXT NOT NULL)
+"""
 
 # The door schema's version 12 (``inbox.store.door_schema``).
 VOUCH_TABLES = """
@@ -145,6 +154,9 @@ class ProposalBook:
                         json.dumps(row.credential, sort_keys=True), row.note,
                         json.dumps(row.reach.to_json(), sort_keys=True), channel, now,
                         "pending", None, None))
+            tx.execute("INSERT INTO intro_verified (credential_id, digest) VALUES (?, ?) "
+                       "ON CONFLICT (credential_id) DO UPDATE SET digest=excluded.digest",
+                       (row.credential_id, signed_digest(proposal.doc["credential"])))
             return row, True
 
     @staticmethod
@@ -161,6 +173,16 @@ class ProposalBook:
     def get(self, review_id: str) -> ProposalRow | None:
         r = self.db.one(_SELECT + " WHERE id=?", (review_id,))
         return _row(tuple(r)) if r else None
+
+    def review(self, credential_id: str) -> tuple[ProposalState | None, str | None]:
+        """The proposal's state, and the ``signed_digest`` its credential had when it
+        verified on arrival (``hold``); (None, None) when none was proposed here."""
+        r = self.db.one("SELECT p.status, v.digest FROM intro_proposals p LEFT JOIN "
+                        "intro_verified v ON v.credential_id = p.credential_id "
+                        "WHERE p.credential_id=?", (credential_id,))
+        if r is None or r[0] not in ("pending", "approved", "declined"):
+            return None, None
+        return r[0], None if r[1] is None else str(r[1])
 
     def state(self, credential_id: str) -> ProposalState | None:
         r = self.db.one("SELECT status FROM intro_proposals WHERE credential_id=?",
@@ -236,6 +258,13 @@ def signed_revocations(key: SigningKey, ids: Sequence[str], now: int) -> dict[st
     from muretai_cli.artifacts.vouch import mint_revocations
 
     return mint_revocations(key, list(ids), now=now)
+
+
+def card_revocations(store: IdentityStore, key: SigningKey, now: int) -> dict[str, Any] | None:
+    """The signed list a relay card carries (``visit.relay.relay_card``), or None when
+    this identity revoked no introduction."""
+    ids = ProposalBook(store.db).revoked_ids()
+    return signed_revocations(key, ids, now) if ids else None
 
 
 # -- the way in (door and relay drain) ------------------------------------------------------
@@ -332,6 +361,10 @@ class VouchBook:
     def proposal(self, credential_id: str) -> Literal["pending", "approved", "declined"] | None:
         """The review state of the proposal of ``credential_id`` here, or None if none."""
         return ProposalBook(self.store.db).state(credential_id)
+
+    def review(self, credential_id: str) -> tuple[ProposalState | None, str | None]:
+        """The review state and the verified credential's ``signed_digest``, one read."""
+        return ProposalBook(self.store.db).review(credential_id)
 
     def revoked(self, issuer: str, credential_id: str, endpoint: str | None) -> bool:
         """Whether ``issuer`` revoked ``credential_id``: this identity's own table when it

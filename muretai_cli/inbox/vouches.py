@@ -29,6 +29,11 @@ class VouchBook(Protocol):
         none was proposed here."""
         ...
 
+    def review(self, credential_id: str) -> tuple[ProposalState | None, str | None]:
+        """``proposal``'s answer, and the ``signed_digest`` of the proposal's credential as
+        it verified when it arrived (None when none was proposed here): one read."""
+        ...
+
 
 class NoVouchBook:
     """Nothing revoked, no proposals."""
@@ -38,6 +43,9 @@ class NoVouchBook:
 
     def proposal(self, credential_id: str) -> Literal["pending", "approved", "declined"] | None:
         return None
+
+    def review(self, credential_id: str) -> tuple[ProposalState | None, str | None]:
+        return None, None
 
 
 NO_VOUCH_BOOK: VouchBook = NoVouchBook()

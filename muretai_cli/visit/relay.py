@@ -69,6 +69,20 @@ class ListenAnswer:
     size: int = 0  # bytes of the answer's body
 
 
+
+def relay_card(key: SigningKey, *, name: str, relay: str, door: str = "",
+               revocations: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The card an identity publishes on its relay, unsigned (``publish_signed`` signs
+    it): its DID, the name it goes by, its door's URL ("" for relay only), the relay and
+    its sealed-box key; with ``revocations`` (its signed list) when it revoked any
+    introduction, where those who check its vouches look."""
+    card: dict[str, Any] = {"did": key.did, "name": name, "url": door, "relay": relay,
+                            "enc_pub": key.enc_pub}
+    if revocations is not None:
+        card["revocations"] = revocations
+    return card
+
+
 @dataclass(frozen=True, slots=True)
 class RelayCard:
     """A card fetched from a relay and verified under the DID asked for."""

@@ -210,3 +210,44 @@ def test_a_process_frozen_inside_a_transaction_holds_its_store_for_a_bounded_tim
     assert other.all("SELECT name FROM items") == [("other",)]
     frozen.close()
     other.close()
+
+
+_CHILD_WRITES = ("import sqlite3, sys\n"
+                 "conn = sqlite3.connect(sys.argv[1])\n"
+                 "conn.execute('INSERT INTO items (name) VALUES (?)', (sys.argv[2],))\n"
+                 "conn.commit()\n"
+                 "conn.close()\n")
+
+
+def test_a_second_sqlite_store_in_one_process_leaves_the_first_its_locks(
+        tmp_path: Path) -> None:
+    """SQLite's locks are POSIX locks (per process and file): a descriptor of the file that
+    is opened and closed outside SQLite drops every lock the process holds on it. Opening a
+    second store of the same file (the MCP server's tool call beside its watcher) must not:
+    else another process, closing its connection, finds no one else's shared lock, takes
+    itself for the last, checkpoints and deletes the WAL this process still writes to
+    (``database is locked``, ``SQLITE_IOERR_SHORT_READ``, a malformed file)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "one.sqlite3"
+    wal = path.with_name(path.name + "-wal")
+    first = open_database(path, namespace="door")
+    upgrade(first, ONE)
+    first.execute("INSERT INTO items (name) VALUES ('first')")
+    second = open_database(path, namespace="door")  # the same file, the same process
+    upgrade(second, ONE)
+    subprocess.run([sys.executable, "-c", _CHILD_WRITES, str(path), "child"], check=True,
+                   timeout=60)
+    assert wal.exists(), "another process's close took the WAL this process still has open"
+    second.close()  # SQLite's own close keeps the first's locks
+    subprocess.run([sys.executable, "-c", _CHILD_WRITES, str(path), "child2"], check=True,
+                   timeout=60)
+    assert wal.exists()
+    first.execute("INSERT INTO items (name) VALUES ('after')")
+    first.close()
+    check = open_database(path, namespace="door")
+    assert check.all("SELECT name FROM items ORDER BY id") == [
+        ("first",), ("child",), ("child2",), ("after",)]
+    assert check.one("PRAGMA integrity_check") == ("ok",)
+    check.close()

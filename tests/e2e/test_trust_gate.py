@@ -38,6 +38,10 @@ class Book:
     def proposal(self, credential_id: str) -> Literal["pending", "approved", "declined"] | None:
         return self.proposals.get(credential_id)
 
+    def review(self, credential_id: str
+               ) -> tuple[Literal["pending", "approved", "declined"] | None, str | None]:
+        return self.proposal(credential_id), None  # nothing verified before: in full
+
 
 @dataclass
 class World:

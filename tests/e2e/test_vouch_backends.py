@@ -56,3 +56,28 @@ def test_the_tables_on_each_backend(backend: str) -> None:
     finally:
         bob.close()
         alice.close()
+
+
+def test_an_introduced_first_contact_and_a_verified_digest_on_each_backend(
+        backend: str) -> None:
+    from muretai_cli.artifacts.introduction import signed_digest, verify_introduction
+    from muretai_cli.inbox.arrival import Arrival
+
+    bob = door_store(BOB.did, backend)
+    try:
+        vc = mint_introduction(ALICE, subject=CAROL.did, to=BOB.did, now=NOW)
+        receive_proposal(mint_proposal(ALICE, vc, to=BOB.did, now=NOW), me=BOB.did,
+                         store=bob, now=NOW)
+        assert VouchBook(bob, BOB.did).review(vc["id"]) == ("pending", signed_digest(vc))
+        intro = verify_introduction(vc, subject=CAROL.did, recipient=BOB.did, now=NOW + 5)
+        first = Arrival(None, CAROL.did, "m-1", "hello bob", NOW, BOB.did, "sig",
+                        introduced=intro)
+        assert bob.accept(first, NOW + 5)  # the door's path: one transaction, both
+        assert bob.introduced_by(CAROL.did) == ALICE.did
+        assert bob.sender_status(CAROL.did) == "approved"
+        bob.set_sender(CAROL.did, "allowed", NOW + 6)
+        again = Arrival(None, CAROL.did, "m-2", "again", NOW, BOB.did, "sig", introduced=intro)
+        assert bob.accept(again, NOW + 7)
+        assert bob.sender_status(CAROL.did) == "allowed"  # never lowered
+    finally:
+        bob.close()

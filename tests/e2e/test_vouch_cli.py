@@ -123,3 +123,24 @@ def test_a_proposal_of_a_credential_for_another_target_is_refused_before_sending
         out = run("op", "--as", "alice", "introduce", "propose", str(path), "--to", bob.did,
                   "--url", bob.base)
         assert out.exit_code == 2 and "wrong-target" in out.stderr
+
+
+def test_card_publish_puts_the_revocation_list_on_the_relay_card(tmp_path: Path) -> None:
+    from muretai_cli.artifacts.vouch import verify_revocations
+    from muretai_cli.inbox.proposals import ProposalBook
+    from muretai_cli.visit.relay import RelayClient
+
+    with live_relay(tmp_path / "relay.db") as relay:
+        alice = relay_identities(relay, "alice")["alice"]
+        client = RelayClient(relay.url, lambda s, n: SafeClient(timeout=s, max_bytes=n))
+        assert "revocations" not in client.card(alice.did, now=int(time.time())).card
+        store = IdentityStore(db_path(alice.did))
+        try:
+            assert ProposalBook(store.db).revoke("urn:uuid:gone", int(time.time()))
+        finally:
+            store.close()
+        assert run("card", "publish", "--as", "alice").exit_code == 0
+        card = client.card(alice.did, now=int(time.time())).card
+        listed = verify_revocations(card["revocations"], issuer=alice.did,
+                                    now=int(time.time()))
+        assert listed.revoked == {"urn:uuid:gone"}

@@ -166,3 +166,50 @@ def test_proposals_count_against_the_introducer_s_rate() -> None:
                                 to=bob.did, now=now)}) for n in range(3)]
     assert [code_of(a) for a in answers] == [None, None, -32004]
     assert reason_of(answers[2]) == "rate-limited"
+
+
+def test_a_proposed_credential_carried_again_is_not_solved_twice(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The door verified the credential when its introducer proposed it: the subject's first
+    contact carrying the very same bytes opens the door without solving its signatures
+    again; a copy changed under the same id is solved, and refused."""
+    from muretai_cli.artifacts.introduction import mint_request
+    from muretai_cli.artifacts.message import build_message, build_message_send
+    from muretai_cli.seam import sign_envelope
+    from muretai_cli.seam import verify_signature as real
+
+    solved: list[str] = []
+
+    def counted(did: str, payload: bytes, sig: object) -> None:
+        solved.append(did)
+        real(did, payload, sig)
+
+    def first_contact(vc: dict[str, Any], text: str) -> dict[str, Any]:
+        msg = build_message(sign_envelope(CAROL, to=bob.did, text=text, timestamp=now))
+        msg["metadata"]["vc"] = vc
+        return bob.rpc(build_message_send(msg, 1))
+
+    alice = SigningKey.generate()
+    with live_door("introduced", name="bob") as bob:
+        now = int(time.time())
+        theirs = bob.store()
+        try:
+            theirs.set_sender(alice.did, "allowed", now)  # a contact of bob's
+            vc = mint_introduction(alice, subject=CAROL.did, to=bob.did, now=now,
+                                   request=mint_request(CAROL, introducer=alice.did,
+                                                        target=bob.did, now=now - 60))
+            answer = bob.rpc({"jsonrpc": "2.0", "id": 1, "method": "introduce/propose",
+                              "params": mint_proposal(alice, vc, to=bob.did, now=now)})
+            assert answer["result"]["state"] == "held", answer
+            monkeypatch.setattr("muretai_cli.artifacts.introduction.verify_signature", counted)
+            changed = json.loads(json.dumps(vc))
+            changed["credentialSubject"]["expertise"] = ["anything she likes"]
+            refused = first_contact(changed, "hello, bob")
+            assert reason_of(refused) == "introduction-bad-signature", refused
+            assert solved == [alice.did]
+            solved.clear()
+            assert "result" in first_contact(vc, "hello again, bob")
+            assert solved == []  # neither the issuer's nor the embedded request's, again
+            assert theirs.introduced_by(CAROL.did) == alice.did
+        finally:
+            theirs.close()

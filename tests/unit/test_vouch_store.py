@@ -140,3 +140,56 @@ def test_revocations_are_the_issuers_own_table(store: IdentityStore) -> None:
     assert vouches.revoked(BOB.did, "urn:a", None)
     assert not vouches.revoked(BOB.did, "urn:c", None)
     assert not vouches.revoked(ALICE.did, "urn:a", None)  # another issuer's: no checker
+
+
+def _first_contact(message_id: str, intro: Any = None) -> Any:
+    from muretai_cli.inbox.arrival import Arrival
+
+    return Arrival(None, CAROL.did, message_id, "hello bob", NOW, BOB.did, "sig",
+                   introduced=intro)
+
+
+def test_the_introduced_record_commits_with_the_first_contact_or_not_at_all(
+        store: IdentityStore) -> None:
+    from muretai_cli.artifacts.introduction import verify_introduction
+
+    intro = verify_introduction(mint_introduction(ALICE, subject=CAROL.did, to=BOB.did,
+                                                  now=NOW), subject=CAROL.did,
+                                recipient=BOB.did, now=NOW + 5)
+    assert store.accept(_first_contact("m-plain"), NOW)  # already in the inbox, no vouch
+    store.db.execute("DELETE FROM replay")  # its replay row aged out; the inbox row stays
+    # the same message again, now admitted on an introduction: a replay, so nothing of
+    # the introduction is written either
+    assert not store.accept(_first_contact("m-plain", intro), NOW + 5)
+    assert store.introduced_by(CAROL.did) is None and store.sender_status(CAROL.did) is None
+    assert store.accept(_first_contact("m-new", intro), NOW + 6)  # one transaction, both
+    assert store.introduced_by(CAROL.did) == ALICE.did
+    assert store.sender_status(CAROL.did) == "approved"
+
+
+def test_an_arrival_carries_only_an_introduction_of_its_own_sender() -> None:
+    from muretai_cli.artifacts.introduction import verify_introduction
+
+    of_mallory = verify_introduction(mint_introduction(ALICE, subject=MALLORY.did,
+                                                       to=BOB.did, now=NOW),
+                                     subject=MALLORY.did, recipient=BOB.did, now=NOW + 5)
+    with pytest.raises(TypeError, match="introduced"):
+        _first_contact("m-1", of_mallory)
+    with pytest.raises(TypeError, match="introduced"):
+        _first_contact("m-2", {"issuer": ALICE.did})
+
+
+@pytest.mark.parametrize("status", ["allowed", "approved"])
+def test_an_introduction_never_lowers_a_sender_already_let_in(store: IdentityStore,
+                                                               status: Any) -> None:
+    from muretai_cli.artifacts.introduction import verify_introduction
+
+    intro = verify_introduction(mint_introduction(ALICE, subject=CAROL.did, to=BOB.did,
+                                                  now=NOW), subject=CAROL.did,
+                                recipient=BOB.did, now=NOW + 5)
+    store.set_sender(CAROL.did, status, NOW)
+    decided = store.db.all("SELECT count(*) FROM decisions")[0][0]
+    assert store.accept(_first_contact("m-1", intro), NOW + 6)
+    assert store.sender_status(CAROL.did) == status
+    assert store.db.all("SELECT count(*) FROM decisions")[0][0] == decided  # none added
+    assert store.introduced_by(CAROL.did) == ALICE.did

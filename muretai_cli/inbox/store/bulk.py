@@ -107,8 +107,10 @@ def _json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def _door_taken(arrival: Arrival) -> bool:
     """A message the door took itself (not drained from a relay): what the door's group
-    commit writes for a whole batch in one statement (``_accept_statement``)."""
-    return arrival.channel == "door"
+    commit writes for a whole batch in one statement (``_accept_statement``). A first
+    contact admitted on an introduction is taken in turn (``accept``: its record and the
+    message in one transaction)."""
+    return arrival.channel == "door" and arrival.introduced is None
 
 
 def _first_copies(accepts: Sequence[tuple[Arrival, int, Limits]],

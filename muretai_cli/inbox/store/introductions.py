@@ -13,31 +13,32 @@ from muretai_cli.inbox.store.base import StoreBase
 
 if TYPE_CHECKING:
     from muretai_cli.artifacts.introduction import Introduction
+    from muretai_cli.db import Database, Tx
 
-__all__ = ["Introductions"]
+__all__ = ["Introductions", "record_introduced"]
 
 
 def _dumps(doc: Mapping[str, Any]) -> str:
     return json.dumps(dict(doc), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
+def record_introduced(tx: Tx | Database, intro: Introduction, now: int) -> None:
+    """The gate admitted ``intro.subject`` on ``intro``: an approved sender from now on, and
+    who introduced it (never over a block: the gate refused a blocked one first). Written by
+    the accept of the first contact (``Receipts.accept``), inside its transaction."""
+    tx.execute("INSERT INTO introduced (sender, issuer, credential_id, doc, at) "
+               "VALUES (?, ?, ?, ?, ?) ON CONFLICT (sender) DO NOTHING",
+               (intro.subject, intro.issuer, intro.id, _dumps(intro.doc), now))
+    if tx.all("INSERT INTO senders (did, status, since) VALUES (?, 'approved', ?) "
+              "ON CONFLICT (did) DO UPDATE SET status=excluded.status, since=excluded.since "
+              "WHERE senders.status NOT IN ('allowed', 'approved', 'blocked') RETURNING did",
+              (intro.subject, now)):
+        tx.execute("INSERT INTO decisions (at, action, sender, request_id) "
+                   "VALUES (?, 'introduced', ?, ?)", (now, intro.subject, intro.id))
+
+
 class Introductions(StoreBase):
     """The ``introduced``, ``intros_issued`` and ``intros_held`` tables."""
-
-    def record_introduced(self, intro: Introduction, now: int) -> None:
-        """The gate admitted ``intro.subject`` on ``intro``: an approved sender from now on,
-        and who introduced it (never over a block: the gate refused a blocked one first)."""
-        with self.db.transaction() as tx:
-            tx.execute("INSERT INTO introduced (sender, issuer, credential_id, doc, at) "
-                       "VALUES (?, ?, ?, ?, ?) ON CONFLICT (sender) DO NOTHING",
-                       (intro.subject, intro.issuer, intro.id, _dumps(intro.doc), now))
-            row = tx.one("SELECT status FROM senders WHERE did=?", (intro.subject,))
-            if row is None or row[0] not in ("allowed", "approved", "blocked"):
-                tx.execute("INSERT INTO senders (did, status, since) VALUES (?, 'approved', ?) "
-                           "ON CONFLICT (did) DO UPDATE SET status=excluded.status, "
-                           "since=excluded.since", (intro.subject, now))
-                tx.execute("INSERT INTO decisions (at, action, sender, request_id) "
-                           "VALUES (?, 'introduced', ?, ?)", (now, intro.subject, intro.id))
 
     def introduced_by(self, sender: str) -> str | None:
         """Who introduced ``sender`` (the issuer's DID), when the gate admitted it so."""

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.errors import Refused
+from muretai_cli.inbox.store.introductions import record_introduced
 from muretai_cli.inbox.store.rates import Rates
 from muretai_cli.inbox.store.windows import RATE_WINDOW, REPLAY_WINDOW, Limits
 
@@ -120,6 +121,8 @@ class Receipts(Rates):
 
     def _after_receipt(self, tx: Tx | Database, arrival: Arrival, outcome: str,
                        request_id: str | None, now: int) -> None:
+        if arrival.introduced is not None and outcome == "accepted":
+            record_introduced(tx, arrival.introduced, now)
         if arrival.relay:
             tx.execute("INSERT INTO peers (did, relay, updated) VALUES (?, ?, ?) "
                        "ON CONFLICT (did) DO UPDATE SET relay=excluded.relay, "

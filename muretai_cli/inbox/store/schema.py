@@ -210,7 +210,7 @@ INSERT INTO contact_sources (did, source, first_seen, last_seen) SELECT did, 'in
 def door_schema() -> Schema:
     from muretai_cli.db import CHANGES_CHANNEL, Schema
     from muretai_cli.inbox.invites import INVITE_TABLES
-    from muretai_cli.inbox.proposals import VOUCH_TABLES
+    from muretai_cli.inbox.proposals import VERIFIED_TABLES, VOUCH_TABLES
 
     # Version 5: invites, their claims, and the contacts they made.
     return Schema("door", ({"sqlite": _V1_SQLITE, "postgresql": _V1_PORTABLE},
@@ -225,6 +225,8 @@ def door_schema() -> Schema:
                            VOUCH_TABLES,
                            # Version 13 (issue 18 §1): inbox seqs committed in order.
                            {"sqlite": "", "postgresql": _V13_PG_IN_ORDER.replace(
-                               "{tag}", str(INBOX_LOCK_TAG))}))
+                               "{tag}", str(INBOX_LOCK_TAG))},
+                           # Version 14 (issue 20's gate figure): credentials verified once.
+                           VERIFIED_TABLES))
 
 

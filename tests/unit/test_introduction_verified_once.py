@@ -1,0 +1,100 @@
+"""A credential verified once (a proposal held here) and carried again byte for byte is not
+solved twice (``verify_introduction``'s ``verified``, ``signed_digest``): the Ed25519
+equations are skipped only for the very bytes and signatures that verified, and every other
+check is still made."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from muretai_cli.artifacts.introduction import signed_digest, verify_introduction
+from muretai_cli.errors import Refused
+from tests.intro_cases import CASES
+from tests.intro_recipe import ALICE, BOB, CAROL, DAY, NOW, recipe_credential, requested
+
+# the cases whose refusal is a signature's: with a digest of another (good) credential
+# they must still fail the equation; the others must fail their own check even when the
+# equations are skipped (their digest handed back as if verified before)
+SIGNATURES = {"tampered", "signed-by-another-issuer", "jws-not-strict-base64",
+              "forged-request"}
+
+
+def _equations(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    solved: list[bytes] = []
+    from muretai_cli.seam._ed25519 import verify_strict as real
+
+    def counted(public: Any, raw: bytes, payload: bytes, sig: object) -> None:
+        solved.append(payload)
+        real(public, raw, payload, sig)
+
+    # every Ed25519 verification either path makes goes through verify_strict
+    monkeypatch.setattr("muretai_cli.artifacts.introduction.verify_strict", counted)
+    monkeypatch.setattr("muretai_cli.seam._envelope.verify_strict", counted)
+    return solved
+
+
+def _check(vc: Any, verified: str | None, *, now: int = NOW) -> Any:
+    return verify_introduction(vc, subject=CAROL.did, recipient=BOB.did, now=now,
+                               verified=verified)
+
+
+@pytest.mark.parametrize("kind", ["requested", "proactive"])
+def test_the_same_bytes_again_solve_no_equation(kind: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    vc = requested() if kind == "requested" else recipe_credential(
+        ALICE.seed, CAROL.did, BOB.did, issued=NOW - 60, request=None)
+    solved = _equations(monkeypatch)
+    first = _check(vc, None)
+    assert len(solved) == (2 if kind == "requested" else 1)
+    solved.clear()
+    again = _check(copy.deepcopy(vc), signed_digest(vc))
+    assert solved == [] and again.id == first.id and again.provenance == first.provenance
+
+
+@pytest.mark.parametrize("case", sorted(SIGNATURES))
+def test_a_changed_credential_is_solved_in_full(case: str) -> None:
+    good = requested()
+    build, code = CASES[case]
+    with pytest.raises(Refused) as caught:
+        _check(build(), signed_digest(good))
+    assert caught.value.code == code
+    # under the id of the one verified: the bytes decide, not the id (the issuer's
+    # signature no longer covers them)
+    bad = build()
+    bad["id"] = good["id"]
+    with pytest.raises(Refused) as caught:
+        _check(bad, signed_digest(good))
+    assert caught.value.code == "bad-signature"
+
+
+@pytest.mark.parametrize("case", sorted(set(CASES) - SIGNATURES))
+def test_every_other_check_is_made_without_the_equations(case: str) -> None:
+    build, code = CASES[case]
+    bad = build()
+    with pytest.raises(Refused) as caught:
+        _check(bad, signed_digest(bad))
+    assert caught.value.code == code
+
+
+def test_expiry_and_revocation_are_judged_now() -> None:
+    vc = requested()
+    digest = signed_digest(vc)
+    with pytest.raises(Refused, match="expired"):
+        _check(vc, digest, now=NOW + 31 * DAY)
+    with pytest.raises(Refused) as caught:
+        verify_introduction(vc, subject=CAROL.did, recipient=BOB.did, now=NOW,
+                            revoked={vc["id"]}, verified=digest)
+    assert caught.value.code == "revoked"
+
+
+def test_a_different_signature_over_the_same_body_is_another_digest() -> None:
+    vc = requested()
+    other = copy.deepcopy(vc)
+    other["proof"]["jws"] = other["proof"]["jws"][:-4] + "AAA="
+    assert signed_digest(other) != signed_digest(vc)
+    moved = copy.deepcopy(vc)
+    moved["provenance"]["request"]["sig"] = vc["proof"]["jws"]  # a request's sig is signed
+    assert signed_digest(moved) != signed_digest(vc)
