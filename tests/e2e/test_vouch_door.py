@@ -175,14 +175,14 @@ def test_a_proposed_credential_carried_again_is_not_solved_twice(
     again; a copy changed under the same id is solved, and refused."""
     from muretai_cli.artifacts.introduction import mint_request
     from muretai_cli.artifacts.message import build_message, build_message_send
-    from muretai_cli.seam import sign_envelope
-    from muretai_cli.seam import verify_signature as real
+    from muretai_cli.seam import did_from_public, sign_envelope
+    from muretai_cli.seam._ed25519 import verify_strict as real
 
     solved: list[str] = []
 
-    def counted(did: str, payload: bytes, sig: object) -> None:
-        solved.append(did)
-        real(did, payload, sig)
+    def counted(public: Any, raw: bytes, payload: bytes, sig: object) -> None:
+        solved.append(did_from_public(raw))  # the credential's equations (intro's calls)
+        real(public, raw, payload, sig)
 
     def first_contact(vc: dict[str, Any], text: str) -> dict[str, Any]:
         msg = build_message(sign_envelope(CAROL, to=bob.did, text=text, timestamp=now))
@@ -201,7 +201,7 @@ def test_a_proposed_credential_carried_again_is_not_solved_twice(
             answer = bob.rpc({"jsonrpc": "2.0", "id": 1, "method": "introduce/propose",
                               "params": mint_proposal(alice, vc, to=bob.did, now=now)})
             assert answer["result"]["state"] == "held", answer
-            monkeypatch.setattr("muretai_cli.artifacts.introduction.verify_signature", counted)
+            monkeypatch.setattr("muretai_cli.artifacts.introduction.verify_strict", counted)
             changed = json.loads(json.dumps(vc))
             changed["credentialSubject"]["expertise"] = ["anything she likes"]
             refused = first_contact(changed, "hello, bob")
