@@ -437,6 +437,19 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
         ).encode()
     except (TypeError, UnicodeEncodeError):  # a list item not a str; a lone surrogate
         return None
+    # The rules after the signatures, weighed first (nothing raised yet), so that the
+    # request's equation follows the issuer's with next to nothing between them.
+    until, issued = iso_seconds(until_at), iso_seconds(issued_at)
+    holds = sub == subject and to == recipient and 0 <= trust <= BP_SCALE \
+        and len(expertise) <= MAX_EXPERTISE \
+        and (not expertise or max(map(len, expertise)) <= MAX_EXPERTISE_CHARS) \
+        and until is not None and until > now and issued is not None \
+        and (endpoint is None or len(endpoint) <= MAX_URL_CHARS)
+    target = _asked_for(text) if asking else None
+    if holds and asking:
+        holds = sender == subject and asked == issuer \
+            and -CLOCK_SKEW <= issued - stamp <= INTRO_REQUEST_WINDOW \
+            and (target is None or target == recipient)
     jws = proof.get("jws")
     again = verified is not None and _digest(payload, jws) == verified
     if not again:
@@ -445,20 +458,11 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
             verify_strict(public, raw, payload, jws)
         except MuretaiError as exc:
             raise _issuer_unsigned(exc) from None
-    until, issued = iso_seconds(until_at), iso_seconds(issued_at)
-    if sub != subject or to != recipient or not 0 <= trust <= BP_SCALE \
-            or len(expertise) > MAX_EXPERTISE \
-            or (expertise and max(map(len, expertise)) > MAX_EXPERTISE_CHARS) \
-            or until is None or until <= now or issued is None \
-            or (endpoint is not None and len(endpoint) > MAX_URL_CHARS):
+    if not holds or until is None or issued is None:  # (the Nones: for the type checker)
+        # the general tail names the first rule broken, solving no equation twice
         return _after_signature(dict(doc), cid, issuer, claims, subject, recipient, now,
                                 revoked, again)
     if asking:  # requested
-        age, target = issued - stamp, _asked_for(text)
-        if sender != subject or asked != issuer or not -CLOCK_SKEW <= age <= INTRO_REQUEST_WINDOW \
-                or (target is not None and target != recipient):
-            return _after_signature(dict(doc), cid, issuer, claims, subject, recipient, now,
-                                    revoked, again)
         if not again:
             try:
                 public, raw = verifying_key_from_did(sender)  # no KeyState: ``from`` signs

@@ -98,3 +98,23 @@ def test_a_different_signature_over_the_same_body_is_another_digest() -> None:
     moved = copy.deepcopy(vc)
     moved["provenance"]["request"]["sig"] = vc["proof"]["jws"]  # a request's sig is signed
     assert signed_digest(moved) != signed_digest(vc)
+
+
+def test_a_request_signed_under_a_keystate_is_solved_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # its delegation is judged at ``now``: the digest skips the issuer's equation only
+    from muretai_cli.artifacts.introduction import mint_introduction, request_text
+    from muretai_cli.artifacts.keystate import mint_keystate
+    from muretai_cli.seam import SigningKey, sign_envelope
+
+    op = SigningKey(bytes(range(7, 39)))
+    record = sign_envelope(op, to=ALICE.did, text=request_text(BOB.did), timestamp=NOW - DAY,
+                           from_did=CAROL.did)
+    record["keystate"] = mint_keystate(CAROL, op_did=op.did, epoch=1, now=NOW - 2 * DAY)
+    vc = mint_introduction(ALICE, subject=CAROL.did, to=BOB.did, now=NOW - 60, request=record)
+    solved = _equations(monkeypatch)
+    assert _check(vc, None).provenance.mode == "requested"
+    assert len(solved) == 2  # the issuer's, and the request's under the op key CAROL's
+    solved.clear()  # KeyState delegates to (under CAROL's own key it would not verify)
+    assert _check(vc, signed_digest(vc)).provenance.mode == "requested"
+    assert len(solved) == 1 and solved[0].startswith(b'{"contextId"')  # the request's again
