@@ -426,14 +426,16 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
         return None
     spelled_end = "" if endpoint is None else ',"issuerEndpoint":"' + endpoint + '"'
     try:  # every text at once: if one needs escaping, the general path spells them
-        if "".join((sub, to, until_at, cid, issued_at, issuer, endpoint or "", *expertise,
-                    *types, request_texts)).encode().translate(None, _UNESCAPED):
+        if "".join([sub, to, until_at, cid, issued_at, issuer, endpoint or "", *expertise,
+                    *types, request_texts]).encode().translate(None, _UNESCAPED):
             return None
+        listed = '"' + '","'.join(expertise) + '"' if expertise else ""  # texts in a list
+        typed = '"' + '","'.join(types) + '"' if types else ""
         payload = (
-            f'{{"credentialSubject":{{"expertise":[{_texts(expertise)}],"id":"{sub}"'
+            f'{{"credentialSubject":{{"expertise":[{listed}],"id":"{sub}"'
             f',"introducedTo":"{to}","trustLevelBp":{trust},"validUntil":"{until_at}"}}'
             f',"id":"{cid}","issuanceDate":"{issued_at}","issuer":"{issuer}"{spelled_end}'
-            f',"provenance":{spelled_prov},"type":[{_texts(types)}]}}'
+            f',"provenance":{spelled_prov},"type":[{typed}]}}'
         ).encode()
     except (TypeError, UnicodeEncodeError):  # a list item not a str; a lone surrogate
         return None
@@ -478,7 +480,3 @@ def _verify_common(doc: dict[str, Any], subject: str, recipient: str, now: int,
     return proven_introduction(cid, issuer, subject, recipient, tuple(expertise), trust,
                                issued, until, provenance, endpoint, MappingProxyType(doc.copy()))
 
-
-def _texts(items: list[str]) -> str:
-    """Texts none of which needs escaping, as ``canonical_bytes`` spells them in a list."""
-    return '"' + '","'.join(items) + '"' if items else ""

@@ -23,8 +23,9 @@ def b64decode_strict(text: object, *, code: str = "sig-not-canonical-base64",
     """
     if not isinstance(text, str):
         raise Refused(code, f"expected a base64 string, got {type(text).__name__}")
-    if len(text) > max_len or len(text) % 4:
-        raise Refused(code, f"length {len(text)} is not a multiple of 4 (or is too long)")
+    length = len(text)
+    if length > max_len or length % 4:
+        raise Refused(code, f"length {length} is not a multiple of 4 (or is too long)")
     try:
         spelled = text.encode("ascii")
         raw = binascii.a2b_base64(spelled, strict_mode=True)
