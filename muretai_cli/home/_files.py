@@ -41,7 +41,8 @@ def ensure_private_dir(path: Path, *, gitignore: bool = True) -> Path:
     try:
         missing = [p for p in (path, *path.parents) if not p.exists()]
         for folder in reversed(missing):
-            folder.mkdir(mode=0o700)
+            with contextlib.suppress(FileExistsError):  # made meanwhile (a thread, a process)
+                folder.mkdir(mode=0o700)
         if not path.is_dir():
             raise InputError("bad-folder", f"{path} exists and is not a folder")
         with contextlib.suppress(PermissionError):

@@ -10,9 +10,12 @@ For the life of the stdio session (the server's lifespan) this server:
   "elsewhere"``;
 - watches the store (``Database.changes``: any process's commit, so door POSTs as well as
   what the drain stores) and, when a received message is committed after what it saw last,
-  publishes ``ResourceUpdated("muretai://inbox")`` on the server's subscription bus: a
-  client listening to that resource (``subscriptions/listen``) reads it again, or calls
-  ``read_inbox`` after its cursor.
+  tells every client that asked for ``muretai://inbox``, both ways a client can ask: it
+  publishes ``ResourceUpdated`` on the server's subscription bus (the SDK's
+  ``subscriptions/listen`` stream, protocol 2026-07-28) and, in the same step, sends
+  ``notifications/resources/updated`` to the session that subscribed the classic way
+  (``resources/subscribe``, the protocol before it; ``Subscribers``). The client reads the
+  resource again, or calls ``read_inbox`` after its cursor.
 
 A client that goes away mid-wait ends the session; the threads stop, the lease is freed
 with the process, and what the drain committed stays in the store (what it had not
@@ -30,11 +33,15 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 
 from muretai_cli.errors import MuretaiError
 
 if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.session import ServerSession
 
     from muretai_cli.home import Identity, ListenerLease
     from muretai_cli.inbox.store import IdentityStore
@@ -50,6 +57,54 @@ def _note(text: str) -> None:
     print(f"muretai mcp: {text}", file=sys.stderr, flush=True)
 
 
+def _known(uri: str) -> str:
+    """``uri`` when it is a resource that can be subscribed, else the SDK's refusal: the
+    JSON-RPC error it gives for reading an unknown resource (invalid params, the uri)."""
+    if uri != INBOX_URI:
+        raise MCPError(code=INVALID_PARAMS, message=f"no resource {uri[:200]} to subscribe "
+                                                    f"to: only {INBOX_URI}",
+                       data={"uri": uri[:200]})
+    return uri
+
+
+class Subscribers:
+    """Classic subscriptions: ``resources/subscribe {uri}`` (protocol 2025-11-25 and before)
+    until ``resources/unsubscribe {uri}``; each update is ``notifications/resources/updated``
+    on the subscriber's session. Over stdio a server has one client connection, so this holds,
+    per subscribed URI, the session to tell (every request's session of that connection sends
+    on its one stream). Handlers and ``tell`` run on the server's event loop."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, ServerSession] = {}
+
+    async def subscribe(self, ctx: ServerRequestContext[Any],
+                        params: SubscribeRequestParams) -> EmptyResult:
+        self._sessions[_known(params.uri)] = ctx.session
+        return EmptyResult()
+
+    async def unsubscribe(self, _ctx: ServerRequestContext[Any],
+                          params: UnsubscribeRequestParams) -> EmptyResult:
+        self._sessions.pop(_known(params.uri), None)
+        return EmptyResult()
+
+    async def tell(self, uri: str) -> None:
+        """``uri`` changed: tell its subscriber (a client gone drops it, the SDK's way)."""
+        session = self._sessions.get(uri)
+        if session is not None:
+            await session.send_resource_updated(uri)
+
+    def register(self, server: MCPServer[Any]) -> None:
+        """Serve both methods. ``MCPServer`` has no public door to them: the SDK's way for a
+        spec method it does not serve is its low-level ``Server.add_request_handler``
+        (``mcp/server/extension.py``, ``MethodBinding``), whose registration also makes the
+        handshake's ``capabilities.resources.subscribe`` true (``Server.get_capabilities``)."""
+        lowlevel = server._lowlevel_server
+        lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams,
+                                     self.subscribe)
+        lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams,
+                                     self.unsubscribe)
+
+
 class Listening:
     """One server's listener: its lease, its drain thread and its store watcher."""
 
@@ -57,6 +112,7 @@ class Listening:
         self.ident = ident
         self.db = db
         self.bus = InMemorySubscriptionBus()
+        self.subscribers = Subscribers()
         self._lease: ListenerLease | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -69,7 +125,9 @@ class Listening:
                                    fix=f"muretai db init --as {self.ident.name}")
 
     def register(self, server: MCPServer[Any]) -> None:
-        """The ``muretai://inbox`` resource: the newest ``seq`` and who listens."""
+        """The ``muretai://inbox`` resource (the newest ``seq`` and who listens), and its
+        classic subscriptions."""
+        self.subscribers.register(server)
 
         @server.resource(INBOX_URI, name="inbox", mime_type="application/json",
                          description="This identity's inbox: its latest seq. Updated when a "
@@ -173,5 +231,9 @@ class Listening:
         if loop is None or loop.is_closed():
             return
         with contextlib.suppress(RuntimeError):  # the loop ended with the session
-            asyncio.run_coroutine_threadsafe(self.bus.publish(ResourceUpdated(uri=INBOX_URI)),
-                                             loop)
+            asyncio.run_coroutine_threadsafe(self._tell(INBOX_URI), loop)
+
+    async def _tell(self, uri: str) -> None:
+        """One update, both ways a client can have asked for it."""
+        await self.bus.publish(ResourceUpdated(uri=uri))
+        await self.subscribers.tell(uri)

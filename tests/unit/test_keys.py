@@ -109,6 +109,22 @@ def test_ensure_private_dir_keeps_an_existing_gitignore(tmp_path: Path) -> None:
     assert (root / ".gitignore").read_text() == "custom\n"
 
 
+def test_ensure_private_dir_takes_a_folder_made_meanwhile(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two threads of one server (`muretai mcp`: its store watcher and a first tool call) or
+    # two processes open a new store at once: both saw no folder, one made it first.
+    root = tmp_path / "home" / "doors"
+    root.mkdir(parents=True)
+    seen = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda p: False if p == root else seen(p))
+    assert ensure_private_dir(root) == root
+    assert (root / ".gitignore").read_text() == "*\n"
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError) as info:  # a file there is still refused
+        ensure_private_dir(tmp_path / "file")
+    assert info.value.code == "bad-folder"
+
+
 def test_load_round_trip_and_signing_key(tmp_path: Path) -> None:
     store = KeyStore(tmp_path / "keys")
     store.create("alice", SEED, now=5)
