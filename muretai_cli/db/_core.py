@@ -207,8 +207,9 @@ class Database(ABC):
 
     @abstractmethod
     def changes(self) -> AbstractContextManager[Changes]:
-        """A watch on commits to this store by any process: SQLite polls ``PRAGMA
-        data_version`` (cheap, changes only when another connection commits), PostgreSQL
+        """A watch on commits to this store by any process: SQLite reads ``PRAGMA
+        data_version`` (cheap, changes only when another connection commits) when a commit
+        rings the watch's bell (``_wake``) and at each poll tick in any case, PostgreSQL
         LISTENs for the ``NOTIFY`` the schema's triggers send in the committing transaction."""
 
     @contextmanager

@@ -38,12 +38,14 @@ from muretai_cli.db._core import (
     statements,
     storage_failed,
 )
+from muretai_cli.db._wake import Announcer, Doorbell
 from muretai_cli.errors import InputError, MuretaiError
 from muretai_cli.home import ensure_private_dir
 
 BUSY_TIMEOUT = 10.0
-# How often a watch asks the file whether anyone committed: a wake within this of the
-# commit, for one cheap PRAGMA (no disk read: the WAL index in shared memory) per tick.
+# How often a watch asks the file whether anyone committed: a wake within this of a commit
+# that rang no bell (``_wake``), for one cheap PRAGMA (no disk read: the WAL index in shared
+# memory) per tick. A commit that rings wakes it at once.
 WATCH_INTERVAL = 0.01
 WAL_RETRY = 0.005  # between tries to turn a new file to WAL while another connection does
 _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
@@ -141,11 +143,15 @@ class _SqliteTx(Tx):
 
 
 class _DataVersion(Changes):
-    """SQLite's watch: ``PRAGMA data_version`` polled every ``WATCH_INTERVAL``."""
+    """SQLite's watch: ``PRAGMA data_version``, read when a writer's commit rings the
+    watch's bell (``_wake``) and every ``WATCH_INTERVAL`` in any case. The bell is opened
+    when the watch first has to wait (a wait that returns at once needs none), and the
+    version read again once it is open: no commit slips between."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
         self._path = path
+        self._bell: Doorbell | None = None
         self._seen = self._version()
 
     def _version(self) -> int:
@@ -168,7 +174,14 @@ class _DataVersion(Changes):
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            time.sleep(min(WATCH_INTERVAL, left))
+            if self._bell is None:
+                self._bell = Doorbell(self._path)
+                continue  # read the version again: a commit before the bell was open
+            self._bell.wait(min(WATCH_INTERVAL, left))
+
+    def close(self) -> None:
+        if self._bell is not None:
+            self._bell.close()
 
 
 _WAL_FILES = ("-wal", "-shm")  # beside a database in WAL mode, holding its latest writes
@@ -234,6 +247,7 @@ class SqliteDatabase(Database):
         if path.is_dir():  # sqlite3 would say only "unable to open database file"
             raise _is_directory(path)
         _create_private(path)
+        self._announcer = Announcer(path)
         try:
             self._db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT,
                                        check_same_thread=False, cached_statements=256)
@@ -265,6 +279,7 @@ class SqliteDatabase(Database):
         # Every write transaction is IMMEDIATE on SQLite: it has one writer per file anyway,
         # and a deferred one that upgrades to writing can fail with SQLITE_BUSY halfway.
         del exclusive
+        before = self._db.total_changes
         self._auto.execute("BEGIN IMMEDIATE")
         try:
             yield self._auto
@@ -277,9 +292,15 @@ class SqliteDatabase(Database):
         finally:
             if self._db.in_transaction:  # a COMMIT that failed leaves nothing half-done
                 self._db.execute("ROLLBACK")
+        if self._db.total_changes != before:  # committed a change: its waiters look now
+            self._announcer.announce()
 
     def execute(self, sql: str, params: Params = ()) -> Result:
-        return self._auto.execute(sql, params)
+        before = self._db.total_changes
+        result = self._auto.execute(sql, params)
+        if self._db.total_changes != before and not self._db.in_transaction:
+            self._announcer.announce()  # an autocommit statement that changed a row
+        return result
 
     def run_script(self, ddl: str) -> None:
         with self.transaction() as tx:
@@ -299,11 +320,18 @@ class SqliteDatabase(Database):
         except sqlite3.Error as exc:
             raise self._open_failure(exc) from None
         try:
-            yield _DataVersion(conn, self.path)
+            watch = _DataVersion(conn, self.path)
+        except BaseException:
+            conn.close()
+            raise
+        try:
+            yield watch
         finally:
+            watch.close()
             conn.close()
 
     def close(self) -> None:
+        self._announcer.close()
         self._db.close()
 
     def describe(self) -> str:
