@@ -48,6 +48,13 @@ class NotForUs(Exception):
         self.detail = detail
 
 
+def _refused(store: IdentityStore, sender: str, deposit_id: str, reason: str, detail: str,
+             now: int) -> Received:
+    """Record a deposit refused (its sender never hears why) and say so."""
+    store.record_refused(sender, deposit_id, reason, detail, now)
+    return Received("refused", reason, detail)
+
+
 def proved_reply_to(store: IdentityStore, me: str, arrival: Arrival,
                     hint: str | None) -> str | None:
     """``replyTo`` kept only when the message's SIGNED fields prove it: its contextId is the
@@ -95,13 +102,11 @@ def _claim(store: IdentityStore, key: SigningKey, params: dict[str, Any], *, sen
         joined = process_claim(params, me=key.did, store=store, now=now, deposited=received,
                                signer=sender)
     except NotForUs as exc:
-        store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
-        return Received("refused", exc.reason, exc.detail)
+        return _refused(store, sender, deposit_id, exc.reason, exc.detail, now)
     except DatabaseUnavailable:
         raise
     except MuretaiError as exc:
-        store.record_refused(sender, deposit_id, exc.code, exc.detail[:200], now)
-        return Received("refused", exc.code, exc.detail[:200])
+        return _refused(store, sender, deposit_id, exc.code, exc.detail[:200], now)
     store.record_joined(sender, deposit_id, joined.claim.name, now,
                         new_contact=joined.new_contact)
     return Received("joined")
@@ -136,13 +141,11 @@ def _vouch(store: IdentityStore, key: SigningKey, deposit: VouchDeposit, *, send
             answered = receive_response(deposit.params, me=key.did, store=store, now=now)
             code, detail = "answered", str(answered["decision"])
     except NotForUs as exc:
-        store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
-        return Received("refused", exc.reason, exc.detail)
+        return _refused(store, sender, deposit_id, exc.reason, exc.detail, now)
     except DatabaseUnavailable:
         raise
     except MuretaiError as exc:
-        store.record_refused(sender, deposit_id, exc.code, exc.detail[:200], now)
-        return Received("refused", exc.code, exc.detail[:200])
+        return _refused(store, sender, deposit_id, exc.code, exc.detail[:200], now)
     store.record_vouch(sender, deposit_id, code, detail, now)
     return Received("vouch", code, detail)
 
@@ -215,11 +218,9 @@ def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id
     except VouchDeposit as deposit:
         return _vouch(store, key, deposit, sender=sender, deposit_id=deposit_id, now=now)
     except NotForUs as exc:
-        store.record_refused(sender, deposit_id, exc.reason, exc.detail, now)
-        return Received("refused", exc.reason, exc.detail)
+        return _refused(store, sender, deposit_id, exc.reason, exc.detail, now)
     except MuretaiError as exc:  # pragma: no cover - every rung above raises NotForUs
-        store.record_refused(sender, deposit_id, exc.code, exc.detail[:200], now)
-        return Received("refused", exc.code, exc.detail[:200])
+        return _refused(store, sender, deposit_id, exc.code, exc.detail[:200], now)
     relayed = replace(arrival, channel="relay", deposit_id=deposit_id,
                       reply_to=proved_reply_to(store, key.did, arrival, arrival.reply_hint))
     try:
@@ -230,7 +231,6 @@ def receive(store: IdentityStore, key: SigningKey, policy: Policy, *, deposit_id
             return Received("held", request_id=str(exc.data.get("requestId")))
         if exc.reason == "replay":
             return Received("duplicate")
-        store.record_refused(sender, deposit_id, exc.reason,
-                             ladder.MESSAGES.get(exc.code, "refused"), now)
-        return Received("refused", exc.reason, ladder.MESSAGES.get(exc.code, "refused"))
+        return _refused(store, sender, deposit_id, exc.reason,
+                        ladder.MESSAGES.get(exc.code, "refused"), now)
     return Received("accepted")
