@@ -39,9 +39,8 @@ from muretai_cli.seam._limits import (
 if TYPE_CHECKING:
     from muretai_cli.inbox.proposals import VouchBook
     from muretai_cli.inbox.store import IdentityStore
-    from muretai_cli.net import SafeClient
+    from muretai_cli.net import ClientFor, SafeClient
 
-ClientFor = Callable[[float, int], "SafeClient"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """One safe HTTP client for everything muretai fetches or posts.
 
     SafeClient      GET for probing, one POST for JSON-RPC (never retried)
+    ClientFor       ``client_for(seconds, max_bytes)``: what makes one, for a fetcher
     HttpResult      what came back: status, lowercased headers, body (at most the cap)
     Deadline        one deadline shared by every request of a command
     private_addresses  the non-global addresses a host names (the SSRF rule's input)
@@ -20,6 +21,7 @@ dialling. httpx loads only when a client is made, so offline commands never impo
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from muretai_cli.net._address import private_addresses
@@ -39,6 +41,10 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_BYTES = 1024 * 1024
 MAX_REDIRECTS = 3
 
+# What a caller hands a fetcher that opens its own clients: ``client_for(seconds,
+# max_bytes)`` makes one ``SafeClient`` with that timeout and body cap.
+ClientFor = Callable[[float, int], "SafeClient"]
+
 _LAZY = {"HttpResult", "SafeClient", "check_request_url", "http_refusal",
          "retry_after_seconds", "user_agent"}
 
@@ -46,6 +52,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_TIMEOUT",
     "MAX_REDIRECTS",
+    "ClientFor",
     "Deadline",
     "HttpResult",
     "SafeClient",

@@ -18,7 +18,7 @@ from muretai_cli.errors import InputError, PeerRefused, Refused
 if TYPE_CHECKING:
     from muretai_cli.artifacts.invite import Invite
     from muretai_cli.inbox.store import IdentityStore
-    from muretai_cli.net import SafeClient
+    from muretai_cli.net import ClientFor, SafeClient
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.relay import RelayClient
 
@@ -60,7 +60,7 @@ class Joiner:
     key: SigningKey
     name: str  # the name the claim gives the inviter
     store: IdentityStore
-    client_for: Callable[[float, int], SafeClient]
+    client_for: ClientFor
     now: int
     my_relay: str | None = None  # where the inviter can write back (None: nowhere yet)
     timeout: float = 30.0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from muretai_cli.errors import DeadlineExceeded, InputError, PeerRefused, Refuse
 from muretai_cli.urls import BaseUrl, parse_base_url
 
 if TYPE_CHECKING:
-    from muretai_cli.net import HttpResult, SafeClient
+    from muretai_cli.net import ClientFor, HttpResult, SafeClient
     from muretai_cli.seam import SigningKey
 
 MAX_LISTEN_BYTES = 8 * 1024 * 1024
@@ -124,7 +124,7 @@ def _item(raw: object) -> Waiting:
 class RelayClient:
     """One relay, reached through ``client_for(seconds)`` (one safe client per request)."""
 
-    def __init__(self, url: str | BaseUrl, client_for: Callable[[float, int], SafeClient], *,
+    def __init__(self, url: str | BaseUrl, client_for: ClientFor, *,
                  timeout: float = 30.0) -> None:
         self.base = url if isinstance(url, BaseUrl) else relay_base(url)
         self._client_for = client_for

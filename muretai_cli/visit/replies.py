@@ -23,7 +23,7 @@ from muretai_cli.errors import MuretaiError
 
 if TYPE_CHECKING:
     from muretai_cli.inbox.store import IdentityStore
-    from muretai_cli.net import SafeClient
+    from muretai_cli.net import ClientFor
     from muretai_cli.seam import SigningKey
 
 __all__ = ["Awaited", "Drain", "ReplyScope", "await_reply", "relay_drain", "scope_of"]
@@ -141,7 +141,7 @@ def _drain_until(drain: Drain, stop: threading.Event, deadline: float,
 
 
 def relay_drain(key: SigningKey, relay_url: str, open_store: Callable[[], IdentityStore],
-                client_for: Callable[[float, int], SafeClient]) -> Drain:
+                client_for: ClientFor) -> Drain:
     """One drain of ``key``'s relay mailbox as a one-shot ``turn-check`` drains it
     (``visit.turn.drain_unless_held``: committed, then acknowledged; shown by the next
     turn-check), on a store of its own (it runs on the wait's thread), holding the

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from muretai_cli.home import ConnectionStore, PinStore, TrustList
     from muretai_cli.inbox.contacts import ContactBook
     from muretai_cli.inbox.store import IdentityStore, Source
-    from muretai_cli.net import SafeClient
+    from muretai_cli.net import ClientFor, SafeClient
     from muretai_cli.seam import SigningKey
     from muretai_cli.visit.dm import DmReport, Target
     from muretai_cli.visit.relay import RelayCard
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 State = Literal["delivered", "queued", "held", "refused"]
 Channel = Literal["door", "relay"]
 AWAITING_APPROVAL = Code.AWAITING_APPROVAL
-ClientFor = Callable[[float, int], "SafeClient"]
 
 
 @dataclass(frozen=True, slots=True)

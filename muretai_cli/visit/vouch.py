@@ -5,7 +5,7 @@ sealed and deposited at a relay, as a claim goes (``join``)."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +22,9 @@ from muretai_cli.errors import InputError, PeerRefused, Refused
 if TYPE_CHECKING:
     from muretai_cli.inbox.proposals import ProposalRow
     from muretai_cli.inbox.store import IdentityStore
-    from muretai_cli.net import SafeClient
+    from muretai_cli.net import ClientFor
     from muretai_cli.seam import SigningKey
 
-ClientFor = Callable[[float, int], "SafeClient"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -244,8 +244,8 @@ def test_respx_default_transport_shapes() -> None:
 def test_public_surface() -> None:
     import muretai_cli.net as net
 
-    assert sorted(net.__all__) == sorted(["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "MAX_REDIRECTS",
-                                          "Deadline", "HttpResult", "SafeClient",
+    assert sorted(net.__all__) == sorted(["ClientFor", "DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT",
+                                          "MAX_REDIRECTS", "Deadline", "HttpResult", "SafeClient",
                                           "check_request_url", "http_refusal",
                                           "private_addresses", "retry_after_seconds",
                                           "user_agent"])

@@ -46,7 +46,7 @@ SURFACES: dict[str, list[str]] = {
              "Severity", "Shape", "Tally", "View", "level_report", "lint_bytes", "lint_raw",
              "lint_stream", "parse_manifest"],
     "mcp": ["ToolSession", "build_server", "run_server", "tool_session"],
-    "net": ["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "MAX_REDIRECTS", "Deadline", "HttpResult",
+    "net": ["ClientFor", "DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "MAX_REDIRECTS", "Deadline", "HttpResult",
             "SafeClient", "check_request_url", "http_refusal", "private_addresses",
             "retry_after_seconds", "user_agent"],
     "relay": ["answers", "app", "core", "limits", "notify", "pgnotify", "serve", "store"],
