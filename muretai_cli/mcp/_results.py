@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from muretai_cli.errors import MuretaiError
+
+if TYPE_CHECKING:
+    from muretai_cli.visit.send import SendReport
 
 # A local server has no page: its gates name this origin (the Conventions want an https one).
 LOCAL_ORIGIN = "https://localhost"
@@ -76,6 +79,15 @@ def as_result(doc: dict[str, Any], tool: str) -> dict[str, Any]:
     hint = str(body.pop("hint", None) or "tell the person what failed; do not resend unchanged")
     body.pop("detail", None)
     return {"ok": False, "code": code, "message": message, "agentHint": hint, **body}
+
+
+def sent_result(report: SendReport, tool: str) -> dict[str, Any]:
+    """A send's report (``visit.send``'s) as a tool result: a message held for the peer's
+    owner is the owner deciding, not a failure of the send."""
+    doc = report.to_json()
+    if report.state == "held":
+        doc["ok"] = True
+    return as_result(doc, tool)
 
 
 def guarded(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:

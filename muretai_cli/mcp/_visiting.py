@@ -14,7 +14,7 @@ from pydantic import Field
 
 from muretai_cli.errors import InputError
 from muretai_cli.mcp._args import MAX_ID, client_for, did, json_object, required, string, url
-from muretai_cli.mcp._results import as_result, guarded, ok
+from muretai_cli.mcp._results import as_result, guarded, ok, sent_result
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -86,10 +86,7 @@ class Visiting:
                                       "url: the door's card or base URL)") from None
         finally:
             store.close()
-        doc = report.to_json()
-        if report.state == "held":
-            doc["ok"] = True  # held is the peer's owner deciding, not a failure of the send
-        return as_result(doc, "contact_and_dm")
+        return sent_result(report, "contact_and_dm")
 
     def check_handoff(self, result: Any, origin: Any) -> dict[str, Any]:
         """``handoff check RESULT --origin ORIGIN`` (online, a signed card required, no

@@ -23,8 +23,7 @@ from muretai_cli.mcp._args import client_for as _client_for
 from muretai_cli.mcp._args import did as _did
 from muretai_cli.mcp._args import required as _required
 from muretai_cli.mcp._args import string as _string
-from muretai_cli.mcp._results import as_result as _as_result
-from muretai_cli.mcp._results import gate, ok, refusal
+from muretai_cli.mcp._results import gate, ok, refusal, sent_result
 from muretai_cli.mcp._results import guarded as _guarded
 
 if TYPE_CHECKING:
@@ -106,10 +105,7 @@ class Tools:
                              reply_to=replying)
         finally:
             store.close()
-        doc = report.to_json()
-        if report.state == "held":
-            doc["ok"] = True  # held is the peer's owner deciding, not a failure of the send
-        return _as_result(doc, "send_message")
+        return sent_result(report, "send_message")
 
     def read_inbox(self, after: Any, peer: Any, context: Any, reply_to: Any, limit: Any,
                    timeout: Any = None, wait: bool = False) -> dict[str, Any]:
