@@ -1,11 +1,14 @@
 """Bad introductions, each breaking one rule, and the reason each must be refused with:
-the verifier's tests (with and without a digest verified before) share them."""
+the verifier's tests (with and without a digest verified before) share them; and
+``signatures_checked``, the Ed25519 verifications a verifier makes, counted."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+from unittest import mock
 
 from tests.intro_recipe import (
     ALICE,
@@ -20,7 +23,30 @@ from tests.intro_recipe import (
     resign,
 )
 
-__all__ = ["CASES"]
+__all__ = ["CASES", "signatures_checked"]
+
+
+@contextmanager
+def signatures_checked(*, messages: bool = True) -> Iterator[list[tuple[bytes, bytes]]]:
+    """Every Ed25519 verification made inside, in order, as (the public key's raw bytes, the
+    payload): the credential verifier's (either path), and with ``messages`` also the six
+    signed fields' (``seam._envelope``: an embedded request's general path, a message's)."""
+    import muretai_cli.artifacts.introduction as intro
+    import muretai_cli.seam._envelope as envelope
+    from muretai_cli.seam._ed25519 import verify_strict as real
+
+    seen: list[tuple[bytes, bytes]] = []
+
+    def counting(public: Any, raw: bytes, payload: bytes, sig: object) -> None:
+        seen.append((raw, payload))
+        real(public, raw, payload, sig)
+
+    with mock.patch.object(intro, "verify_strict", counting):
+        if messages:
+            with mock.patch.object(envelope, "verify_strict", counting):
+                yield seen
+        else:
+            yield seen
 
 
 def _other_recipient() -> dict[str, Any]:

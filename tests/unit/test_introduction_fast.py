@@ -11,8 +11,8 @@ the general path: the same document both ways is the comparison."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import muretai_cli.artifacts.introduction as intro
-import muretai_cli.seam._envelope as envelope
 from muretai_cli.artifacts._intro_values import iso_seconds
 from muretai_cli.artifacts.introduction import (
     Introduction,
@@ -35,6 +34,7 @@ from muretai_cli.artifacts.introduction import (
 )
 from muretai_cli.errors import Refused
 from muretai_cli.seam import canonical_bytes, six_fields
+from tests.intro_cases import signatures_checked
 from tests.intro_recipe import (
     ALICE,
     BOB,
@@ -89,28 +89,12 @@ def _fast(vc: dict[str, Any], *, now: int = NOW, revoked: Any = ()) -> Introduct
     return intro._verify_common(vc, CAROL.did, BOB.did, now, revoked, None)
 
 
-@contextmanager
-def _signatures_checked() -> Iterator[list[bytes]]:
-    """Every Ed25519 verification made inside, by either path (the payloads, in order)."""
-    seen: list[bytes] = []
-    from muretai_cli.seam._ed25519 import verify_strict as real
-
-
-    def counting(public: Any, raw: bytes, payload: bytes, sig: object) -> None:
-        seen.append(payload)
-        real(public, raw, payload, sig)
-
-    with mock.patch.object(intro, "verify_strict", counting), \
-            mock.patch.object(envelope, "verify_strict", counting):
-        yield seen
-
-
 # -- the common shape takes the fast path, and answers as the general one -----------------
 
 @pytest.mark.parametrize("base", sorted(BASES))
 def test_the_common_shapes_take_the_fast_path_and_agree(base: str) -> None:
     vc = BASES[base]()
-    with _signatures_checked() as seen:
+    with signatures_checked() as seen:
         fast = _fast(vc)
     assert fast is not None
     assert len(seen) == (2 if "requested" in base else 1)
@@ -244,7 +228,7 @@ def test_a_refusal_after_the_signatures_checks_no_signature_twice(build: str,
     else:
         vc["issuerEndpoint"] = "https://alice.example/" + "x" * 2048
     vc = resign(vc, ALICE.seed)
-    with _signatures_checked() as seen:
+    with signatures_checked() as seen:
         fast, general = _both(vc, now=now, revoked=revoked)
     assert fast == general and isinstance(fast, tuple)
     assert fast[0] == {"long endpoint": "malformed"}.get(spoil, spoil)
@@ -311,7 +295,7 @@ _OTHER_SHAPES: dict[str, Callable[[dict[str, Any]], None]] = {
 def test_any_other_shape_is_declined_before_a_signature_and_answered_alike(change: str) -> None:
     vc = requested()
     _OTHER_SHAPES[change](vc)
-    with _signatures_checked() as seen:
+    with signatures_checked() as seen:
         assert _fast(vc) is None
     assert seen == []
     fast, general = _both(vc)

@@ -12,7 +12,7 @@ import pytest
 
 from muretai_cli.artifacts.introduction import signed_digest, verify_introduction
 from muretai_cli.errors import Refused
-from tests.intro_cases import CASES
+from tests.intro_cases import CASES, signatures_checked
 from tests.intro_recipe import ALICE, BOB, CAROL, DAY, NOW, recipe_credential, requested
 
 # the cases whose refusal is a signature's: with a digest of another (good) credential
@@ -22,35 +22,20 @@ SIGNATURES = {"tampered", "signed-by-another-issuer", "jws-not-strict-base64",
               "forged-request"}
 
 
-def _equations(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    solved: list[bytes] = []
-    from muretai_cli.seam._ed25519 import verify_strict as real
-
-    def counted(public: Any, raw: bytes, payload: bytes, sig: object) -> None:
-        solved.append(payload)
-        real(public, raw, payload, sig)
-
-    # every Ed25519 verification either path makes goes through verify_strict
-    monkeypatch.setattr("muretai_cli.artifacts.introduction.verify_strict", counted)
-    monkeypatch.setattr("muretai_cli.seam._envelope.verify_strict", counted)
-    return solved
-
-
 def _check(vc: Any, verified: str | None, *, now: int = NOW) -> Any:
     return verify_introduction(vc, subject=CAROL.did, recipient=BOB.did, now=now,
                                verified=verified)
 
 
 @pytest.mark.parametrize("kind", ["requested", "proactive"])
-def test_the_same_bytes_again_solve_no_equation(kind: str,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_same_bytes_again_solve_no_equation(kind: str) -> None:
     vc = requested() if kind == "requested" else recipe_credential(
         ALICE.seed, CAROL.did, BOB.did, issued=NOW - 60, request=None)
-    solved = _equations(monkeypatch)
-    first = _check(vc, None)
-    assert len(solved) == (2 if kind == "requested" else 1)
-    solved.clear()
-    again = _check(copy.deepcopy(vc), signed_digest(vc))
+    with signatures_checked() as solved:
+        first = _check(vc, None)
+        assert len(solved) == (2 if kind == "requested" else 1)
+        solved.clear()
+        again = _check(copy.deepcopy(vc), signed_digest(vc))
     assert solved == [] and again.id == first.id and again.provenance == first.provenance
 
 
@@ -100,8 +85,7 @@ def test_a_different_signature_over_the_same_body_is_another_digest() -> None:
     assert signed_digest(moved) != signed_digest(vc)
 
 
-def test_a_request_signed_under_a_keystate_is_solved_again(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_request_signed_under_a_keystate_is_solved_again() -> None:
     # its delegation is judged at ``now``: the digest skips the issuer's equation only
     from muretai_cli.artifacts.introduction import mint_introduction, request_text
     from muretai_cli.artifacts.keystate import mint_keystate
@@ -112,9 +96,10 @@ def test_a_request_signed_under_a_keystate_is_solved_again(
                            from_did=CAROL.did)
     record["keystate"] = mint_keystate(CAROL, op_did=op.did, epoch=1, now=NOW - 2 * DAY)
     vc = mint_introduction(ALICE, subject=CAROL.did, to=BOB.did, now=NOW - 60, request=record)
-    solved = _equations(monkeypatch)
-    assert _check(vc, None).provenance.mode == "requested"
-    assert len(solved) == 2  # the issuer's, and the request's under the op key CAROL's
-    solved.clear()  # KeyState delegates to (under CAROL's own key it would not verify)
-    assert _check(vc, signed_digest(vc)).provenance.mode == "requested"
-    assert len(solved) == 1 and solved[0].startswith(b'{"contextId"')  # the request's again
+    with signatures_checked() as solved:
+        assert _check(vc, None).provenance.mode == "requested"
+        assert len(solved) == 2  # the issuer's, and the request's under the op key CAROL's
+        solved.clear()  # KeyState delegates to (under CAROL's own key it would not verify)
+        assert _check(vc, signed_digest(vc)).provenance.mode == "requested"
+    # the request's again
+    assert len(solved) == 1 and solved[0][1].startswith(b'{"contextId"')
