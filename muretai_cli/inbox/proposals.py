@@ -184,11 +184,6 @@ class ProposalBook:
             return None, None
         return r[0], None if r[1] is None else str(r[1])
 
-    def state(self, credential_id: str) -> ProposalState | None:
-        r = self.db.one("SELECT status FROM intro_proposals WHERE credential_id=?",
-                        (credential_id,))
-        return r[0] if r and r[0] in ("pending", "approved", "declined") else None
-
     def decide(self, review_id: str, decision: Decision, now: int) -> ProposalRow:
         """Record the owner's decision on a pending row (``InputError`` when there is no
         such row, or it was decided already)."""
@@ -360,7 +355,7 @@ class VouchBook:
 
     def proposal(self, credential_id: str) -> Literal["pending", "approved", "declined"] | None:
         """The review state of the proposal of ``credential_id`` here, or None if none."""
-        return ProposalBook(self.store.db).state(credential_id)
+        return self.review(credential_id)[0]
 
     def review(self, credential_id: str) -> tuple[ProposalState | None, str | None]:
         """The review state and the verified credential's ``signed_digest``, one read."""
